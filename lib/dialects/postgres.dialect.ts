@@ -1,0 +1,236 @@
+import { DataSource, EntityManager } from 'typeorm';
+import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
+import { MessageStatus } from '../message/message-status';
+import { NewOutboxRow } from '../message/validate-message';
+import { ClaimedMessage, ClaimRef, ExpiredClaim, FailedSettlement, OutboxDialect, OutboxHealthCounts } from './outbox-dialect';
+import { execute } from './sql-executor';
+
+const { PENDING, PROCESSING, DONE, FAILED, ABANDONED } = MessageStatus;
+const CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
+
+interface ClaimedRow {
+  id: string;
+  claim_token: string;
+  message_id: string;
+  message_type: string;
+  exchange: string;
+  routing_key: string;
+  payload: string;
+  headers: string;
+  attempts: number;
+  max_attempts: number;
+  created_at: Date;
+}
+
+/**
+ * PostgreSQL: single-statement claims with `FOR UPDATE SKIP LOCKED`, batch settles through
+ * `unnest` (one statement per outcome per batch), and NOTIFY wake-ups.
+ */
+export class PostgresOutboxDialect implements OutboxDialect {
+  /** @param table the schema-qualified, quoted table name */
+  constructor(private readonly table: string) {}
+
+  async insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean> {
+    const result = await execute(
+      manager,
+      `INSERT INTO ${this.table}
+         (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '${PENDING}', $9)
+       ON CONFLICT DO NOTHING
+       RETURNING id`,
+      [row.messageId, row.type, row.bizKey, row.orderingKey, row.exchange, row.routingKey, row.payload, row.headers, row.maxAttempts],
+    );
+    return result.records.length === 1;
+  }
+
+  async findDuplicateMessageId(manager: EntityManager, row: NewOutboxRow): Promise<string | null> {
+    const result = await execute(
+      manager,
+      `SELECT message_id FROM ${this.table}
+       WHERE message_id = $1 OR (biz_key = $2 AND message_type = $3) LIMIT 1`,
+      [row.messageId, row.bizKey, row.type],
+    );
+    return result.records[0]?.message_id ?? null;
+  }
+
+  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]> {
+    // One statement is one short transaction: rows are locked, marked and committed together.
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = $1, claimed_at = now(), claimed_by = $2
+       WHERE id IN (
+         SELECT id FROM ${this.table}
+         WHERE ${CLAIMABLE} AND next_attempt_at <= now()
+         ORDER BY id LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       RETURNING id, claim_token, message_id, message_type, exchange, routing_key,
+                 payload::text AS payload, headers::text AS headers, attempts, max_attempts, created_at`,
+      [claimToken, claimedBy, limit],
+    );
+    return (result.records as ClaimedRow[])
+      .map((r) => ({
+        id: r.id,
+        claimToken: r.claim_token,
+        messageId: r.message_id,
+        type: r.message_type,
+        exchange: r.exchange,
+        routingKey: r.routing_key,
+        payload: r.payload,
+        headers: JSON.parse(r.headers) as Record<string, unknown>,
+        attempts: r.attempts,
+        maxAttempts: r.max_attempts,
+        createdAt: r.created_at,
+      }))
+      .sort((a, b) => compareIds(a.id, b.id));
+  }
+
+  async settleDone(dataSource: DataSource, claims: ClaimRef[]): Promise<number> {
+    if (claims.length === 0) return 0;
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} AS t SET status = '${DONE}', processed_at = now(), claim_token = NULL, last_error = NULL
+       FROM unnest($1::bigint[], $2::uuid[]) AS s(id, token)
+       WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
+       RETURNING t.id`,
+      [claims.map((c) => c.id), claims.map((c) => c.claimToken)],
+    );
+    return result.records.length;
+  }
+
+  async settleFailed(dataSource: DataSource, settlements: FailedSettlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} AS t
+       SET status = s.status, attempts = t.attempts + 1, last_error = s.error,
+           next_attempt_at = now() + s.delay_ms * interval '1 millisecond',
+           processed_at = CASE WHEN s.status = '${FAILED}' THEN NULL ELSE now() END,
+           claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[]) AS s(id, token, status, delay_ms, error)
+       WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
+       RETURNING t.id`,
+      [
+        settlements.map((s) => s.id),
+        settlements.map((s) => s.claimToken),
+        settlements.map((s) => s.status),
+        settlements.map((s) => s.delayMs),
+        settlements.map((s) => s.error),
+      ],
+    );
+    return result.records.length;
+  }
+
+  async release(dataSource: DataSource, claims: ClaimRef[]): Promise<number> {
+    if (claims.length === 0) return 0;
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} AS t
+       SET status = CASE WHEN t.attempts = 0 THEN '${PENDING}' ELSE '${FAILED}' END,
+           next_attempt_at = now(), claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       FROM unnest($1::bigint[], $2::uuid[]) AS s(id, token)
+       WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
+       RETURNING t.id`,
+      [claims.map((c) => c.id), claims.map((c) => c.claimToken)],
+    );
+    return result.records.length;
+  }
+
+  async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
+    const result = await execute(
+      manager,
+      `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = now()
+       WHERE biz_key = $1 AND ($2::text IS NULL OR message_type = $2) AND ${CLAIMABLE}
+       RETURNING id`,
+      [bizKey, type ?? null],
+    );
+    return result.records.length;
+  }
+
+  async findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]> {
+    const result = await execute(
+      dataSource,
+      `SELECT id, claim_token, attempts, max_attempts, claimed_by FROM ${this.table}
+       WHERE status = '${PROCESSING}' AND claimed_at < now() - $1 * interval '1 millisecond'
+       ORDER BY claimed_at LIMIT $2`,
+      [olderThanMs, limit],
+    );
+    return result.records.map((r) => ({
+      id: r.id,
+      claimToken: r.claim_token,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      claimedBy: r.claimed_by,
+    }));
+  }
+
+  async healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<OutboxHealthCounts> {
+    const result = await execute(
+      dataSource,
+      `SELECT
+         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE}) AS backlog,
+         (SELECT count(*) FROM ${this.table}
+          WHERE status = '${PROCESSING}' AND claimed_at < now() - $1 * interval '1 millisecond') AS stale`,
+      [staleAfterMs],
+    );
+    const row = result.records[0];
+    return { backlog: Number(row.backlog), staleProcessing: Number(row.stale) };
+  }
+
+  async notifyPublished(manager: EntityManager, channel: string): Promise<void> {
+    await execute(manager, `SELECT pg_notify($1, '')`, [channel]);
+  }
+
+  async listen(
+    dataSource: DataSource,
+    channel: string,
+    onSignal: () => void,
+    onError: (error: Error) => void,
+  ): Promise<() => Promise<void>> {
+    // A dedicated pooled connection: LISTEN belongs to a session, so it must not be shared.
+    const driver = dataSource.driver as PostgresDriver;
+    const [client, release] = (await driver.obtainMasterConnection()) as [PgClient, (error?: unknown) => void];
+    const onNotification = (message: { channel: string }) => {
+      if (message.channel === channel) onSignal();
+    };
+    let released = false;
+    const releaseOnce = (error?: unknown) => {
+      if (released) return;
+      released = true;
+      client.removeListener('notification', onNotification);
+      client.removeListener('error', onClientError);
+      release(error);
+    };
+    const onClientError = (error: Error) => {
+      releaseOnce(error);
+      onError(error);
+    };
+    client.on('notification', onNotification);
+    client.on('error', onClientError);
+    try {
+      await client.query(`LISTEN ${driver.escape(channel)}`);
+    } catch (error) {
+      releaseOnce(error);
+      throw error;
+    }
+    return async () => {
+      if (released) return;
+      try {
+        await client.query(`UNLISTEN ${driver.escape(channel)}`);
+        releaseOnce();
+      } catch (error) {
+        releaseOnce(error);
+      }
+    };
+  }
+}
+
+interface PgClient {
+  query(sql: string): Promise<unknown>;
+  on(event: string, listener: (...args: any[]) => void): void;
+  removeListener(event: string, listener: (...args: any[]) => void): void;
+}
+
+/** Orders bigint ids given as strings without losing precision. */
+function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}

@@ -1,0 +1,21 @@
+import { DataSource, EntityManager, QueryResult } from 'typeorm';
+
+/** Where a statement runs: an open transaction's manager, or the pool (auto-commit). */
+export type SqlTarget = DataSource | EntityManager;
+
+/**
+ * Runs one statement and returns TypeORM's structured result (rows and affected count), on the
+ * transaction's own connection when given a transactional EntityManager.
+ */
+export async function execute(target: SqlTarget, sql: string, params: unknown[] = []): Promise<QueryResult> {
+  if (target instanceof DataSource) {
+    const runner = target.createQueryRunner();
+    try {
+      return await runner.query(sql, params, true);
+    } finally {
+      await runner.release();
+    }
+  }
+  if (target.queryRunner) return target.queryRunner.query(sql, params, true);
+  return execute(target.connection, sql, params);
+}

@@ -1,0 +1,8 @@
+import { OutboxError } from './outbox.error';
+
+/** Invalid module options, reported at start-up with each offending option's name. */
+export class OutboxOptionsError extends OutboxError {
+  constructor(readonly problems: string[]) {
+    super(`Invalid OutboxModule options: ${problems.join('; ')}`);
+  }
+}

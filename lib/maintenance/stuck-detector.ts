@@ -1,0 +1,87 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { DataSource } from 'typeorm';
+import { OutboxDialect } from '../dialects/outbox-dialect';
+import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { OutboxWakeup } from '../outbox/outbox-wakeup';
+import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../outbox/settlement';
+import { describeError } from '../retry/error-classifier';
+
+const CHECK_INTERVAL_NAME = 'nestjs-outbox:stuck-detector';
+const RECLAIM_PAGE = 500;
+
+/** What one check found and did. */
+export interface StuckCheckReport {
+  backlog: number;
+  staleProcessing: number;
+  reclaimed: number;
+}
+
+/**
+ * Finds claims whose claimant died: warns about PROCESSING rows older than `stuckWarnAfterMs`,
+ * and reclaims those older than `stuckReclaimAfterMs` as a failed attempt (attempts + 1, new
+ * backoff, token cleared; MANUAL_REQUIRED at the limit), fenced by the old token so a claimant
+ * that was only slow and settles meanwhile wins. Also reports the backlog.
+ */
+@Injectable()
+export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(StuckDetector.name);
+  private readonly failurePolicy: FailurePolicy;
+  private checking?: Promise<StuckCheckReport>;
+
+  constructor(
+    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
+    @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+    private readonly wakeup: OutboxWakeup,
+    @Optional() private readonly scheduler?: SchedulerRegistry,
+  ) {
+    this.failurePolicy = failurePolicyFrom(options);
+  }
+
+  onApplicationBootstrap(): void {
+    // The dispatcher reports a missing ScheduleModule; without it there is nothing to reclaim for.
+    if (!this.options.dispatcherEnabled || !this.scheduler) return;
+    const timer = setInterval(() => void this.check().catch((error) => this.logger.error(`Stuck check failed: ${describeError(error, 500)}`)), this.options.stuckCheckIntervalMs);
+    this.scheduler.addInterval(CHECK_INTERVAL_NAME, timer);
+  }
+
+  beforeApplicationShutdown(): void {
+    if (this.scheduler?.doesExist('interval', CHECK_INTERVAL_NAME)) this.scheduler.deleteInterval(CHECK_INTERVAL_NAME);
+  }
+
+  /** Runs one check (never two at once) and returns what it found. */
+  check(): Promise<StuckCheckReport> {
+    this.checking ??= this.runCheck().finally(() => (this.checking = undefined));
+    return this.checking;
+  }
+
+  private async runCheck(): Promise<StuckCheckReport> {
+    const counts = await this.dialect.healthCounts(this.dataSource, this.options.stuckWarnAfterMs);
+    if (counts.staleProcessing > 0) {
+      this.logger.warn(`${counts.staleProcessing} message(s) PROCESSING for more than ${this.options.stuckWarnAfterMs} ms`);
+    }
+    if (counts.backlog > 0) this.logger.log(`Outbox backlog: ${counts.backlog} message(s) waiting to be sent`);
+    const reclaimed = await this.reclaimExpired();
+    if (reclaimed > 0) {
+      this.logger.warn(`Reclaimed ${reclaimed} message(s) whose claim expired after ${this.options.stuckReclaimAfterMs} ms`);
+      this.wakeup.wake();
+    }
+    return { ...counts, reclaimed };
+  }
+
+  private async reclaimExpired(): Promise<number> {
+    let reclaimed = 0;
+    for (;;) {
+      const expired = await this.dialect.findExpiredClaims(this.dataSource, this.options.stuckReclaimAfterMs, RECLAIM_PAGE);
+      if (expired.length === 0) return reclaimed;
+      const settlements = expired.map((claim) =>
+        failedSettlement(claim, new Error(`claim by ${claim.claimedBy ?? 'unknown'} expired after ${this.options.stuckReclaimAfterMs} ms without a settle`), this.failurePolicy),
+      );
+      const changed = await this.dialect.settleFailed(this.dataSource, settlements);
+      reclaimed += changed;
+      if (expired.length < RECLAIM_PAGE) return reclaimed;
+    }
+  }
+}

@@ -1,0 +1,12 @@
+/** States of an outbox (and inbox) row. See the state machine in README.md. */
+export enum MessageStatus {
+  PENDING = 'PENDING',
+  PROCESSING = 'PROCESSING',
+  DONE = 'DONE',
+  FAILED = 'FAILED',
+  MANUAL_REQUIRED = 'MANUAL_REQUIRED',
+  ABANDONED = 'ABANDONED',
+}
+
+/** Rows a dispatcher may claim (once `next_attempt_at` has passed). */
+export const CLAIMABLE_STATUSES = [MessageStatus.PENDING, MessageStatus.FAILED] as const;

@@ -1,0 +1,90 @@
+import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+
+/**
+ * Runtime options of `OutboxModule.forRoot()`/`forRootAsync()`. Every field has a default;
+ * the whole object is validated at start-up and a bad value fails the boot with its name.
+ * Times are in milliseconds.
+ */
+export class OutboxModuleOptions {
+  /** Run the dispatcher and stuck detector in this instance. Turn off for write-only processes. */
+  @IsBoolean()
+  dispatcherEnabled = true;
+
+  /** Rows claimed per dispatch batch. */
+  @IsInt() @Min(1) @Max(10_000)
+  batchSize = 200;
+
+  /** Batches a dispatcher keeps in flight at once (claim → send → settle loops). */
+  @IsInt() @Min(1) @Max(64)
+  dispatchConcurrency = 4;
+
+  /** Polling interval: the backstop when no wake-up arrives. */
+  @IsInt() @Min(10)
+  pollIntervalMs = 1_000;
+
+  /** How long to wait for a broker confirm before the send counts as failed. */
+  @IsInt() @Min(100)
+  sendTimeoutMs = 10_000;
+
+  /** Failed attempts after which a message goes to MANUAL_REQUIRED. */
+  @IsInt() @Min(1) @Max(1_000)
+  maxAttempts = 10;
+
+  /** First retry delay; doubles with every attempt up to `backoffMaxMs`. */
+  @IsInt() @Min(1)
+  backoffBaseMs = 1_000;
+
+  /** Upper bound of the retry delay before jitter. */
+  @IsInt() @Min(1)
+  backoffMaxMs = 300_000;
+
+  /** Jitter added to each delay, as a fraction of it (0.2 = up to +20%). In [0, 1]. */
+  @Min(0) @Max(1)
+  backoffJitter = 0.2;
+
+  /** How often the stuck detector looks for abandoned claims and reports the backlog. */
+  @IsInt() @Min(100)
+  stuckCheckIntervalMs = 30_000;
+
+  /** A PROCESSING row older than this is logged as a warning. */
+  @IsInt() @Min(100)
+  stuckWarnAfterMs = 60_000;
+
+  /** A PROCESSING row older than this is reclaimed (its claimant is presumed dead). */
+  @IsInt() @Min(100)
+  stuckReclaimAfterMs = 300_000;
+
+  /** Send a cross-instance wake-up (PostgreSQL NOTIFY) from publishing transactions. */
+  @IsBoolean()
+  notifyEnabled = true;
+
+  /** At most one wake-up notification per this interval per process: notifying commits serialise. */
+  @IsInt() @Min(0)
+  notifyMinIntervalMs = 250;
+
+  /** Name of the NOTIFY channel. */
+  @IsString() @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'notifyChannel must be a lower-case SQL identifier' })
+  notifyChannel = 'nestjs_outbox';
+
+  /** Publish with the AMQP `mandatory` flag so that unroutable messages are not counted as sent. */
+  @IsBoolean()
+  mandatory = true;
+
+  /** Characters of the last error kept on a row. */
+  @IsInt() @Min(100) @Max(10_000)
+  lastErrorMaxLength = 2_000;
+
+  /** Written to `claimed_by`; defaults to host name and process id. */
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  instanceId?: string;
+
+  /**
+   * Marks an error (or any error on its `cause` chain) as fatal: the message goes straight to
+   * MANUAL_REQUIRED instead of being retried.
+   */
+  @IsOptional()
+  isFatalError?: (error: unknown) => boolean;
+}
+
+/** What users pass: every field optional. */
+export type OutboxModuleOptionsInput = Partial<OutboxModuleOptions>;

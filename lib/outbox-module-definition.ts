@@ -1,0 +1,32 @@
+import { ConfigurableModuleBuilder, Type } from '@nestjs/common';
+import { OutboxModuleOptionsInput } from './options/outbox-module-options';
+import { DEFAULT_OUTBOX_TABLE } from './options/table-names';
+import { OutboxTransport } from './transport/outbox-transport';
+
+/**
+ * Options fixed when the module is imported, outside any async factory, because they shape the
+ * module itself: which entities are registered and on which DataSource.
+ */
+export interface OutboxModuleStaticOptions {
+  /** Outbox table name (a plain SQL identifier). Default `outbox_message`. */
+  tableName?: string;
+  /** Name of the TypeORM DataSource holding the outbox (as given to TypeOrmModule.forRoot). */
+  dataSourceName?: string;
+  /** The transport that sends messages. Default: RabbitMQ through @golevelup/nestjs-rabbitmq. */
+  transport?: Type<OutboxTransport>;
+  /** Register OutboxService globally. Default true. */
+  isGlobal?: boolean;
+}
+
+export const {
+  ConfigurableModuleClass: ConfigurableOutboxModule,
+  MODULE_OPTIONS_TOKEN: OUTBOX_MODULE_RAW_OPTIONS,
+  OPTIONS_TYPE: OUTBOX_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: OUTBOX_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<OutboxModuleOptionsInput>({ moduleName: 'Outbox' })
+  .setClassMethodName('forRoot')
+  .setExtras<OutboxModuleStaticOptions>(
+    { tableName: DEFAULT_OUTBOX_TABLE, dataSourceName: undefined, transport: undefined, isGlobal: true },
+    (definition) => definition,
+  )
+  .build();

@@ -1,0 +1,10 @@
+/** Injection token of the validated `OutboxModuleOptions`. */
+export const OUTBOX_OPTIONS = Symbol('OUTBOX_OPTIONS');
+/** Injection token of the `OutboxTransport` that sends claimed messages. */
+export const OUTBOX_TRANSPORT = Symbol('OUTBOX_TRANSPORT');
+/** Injection token of the `OutboxDialect` bound to the outbox table. */
+export const OUTBOX_DIALECT = Symbol('OUTBOX_DIALECT');
+/** Injection token of the TypeORM DataSource that holds the outbox table. */
+export const OUTBOX_DATA_SOURCE = Symbol('OUTBOX_DATA_SOURCE');
+/** Injection token of the process-unique identity written to `claimed_by`. */
+export const OUTBOX_INSTANCE_ID = Symbol('OUTBOX_INSTANCE_ID');

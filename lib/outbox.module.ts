@@ -1,0 +1,79 @@
+import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { resolveOutboxDialect } from './dialects/resolve-outbox-dialect';
+import { createOutboxMessageEntity } from './entities/outbox-message.entity';
+import { StuckDetector } from './maintenance/stuck-detector';
+import {
+  ConfigurableOutboxModule,
+  OUTBOX_ASYNC_OPTIONS_TYPE,
+  OUTBOX_MODULE_RAW_OPTIONS,
+  OUTBOX_OPTIONS_TYPE,
+  OutboxModuleStaticOptions,
+} from './outbox-module-definition';
+import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
+import { OutboxModuleOptions, OutboxModuleOptionsInput } from './options/outbox-module-options';
+import { assertTableName, DEFAULT_OUTBOX_TABLE } from './options/table-names';
+import { validateOutboxOptions } from './options/validate-options';
+import { OutboxDispatcher } from './outbox/outbox.dispatcher';
+import { OutboxWakeup } from './outbox/outbox-wakeup';
+import { OutboxService } from './outbox/outbox.service';
+import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
+
+/**
+ * The transactional outbox: `OutboxService` to publish inside your transactions, a dispatcher
+ * that sends committed messages to the broker at least once, and a stuck detector.
+ *
+ * Needs `TypeOrmModule.forRoot()`, `ScheduleModule.forRoot()`, and (for the default transport)
+ * `RabbitMQModule.forRoot()` in the application; `ClsModule` with `ClsPluginTransactional`
+ * for `@Transactional()` support.
+ */
+@Module({})
+export class OutboxModule extends ConfigurableOutboxModule {
+  static forRoot(options: typeof OUTBOX_OPTIONS_TYPE = {}): DynamicModule {
+    return withOutboxProviders(super.forRoot(options), options);
+  }
+
+  static forRootAsync(options: typeof OUTBOX_ASYNC_OPTIONS_TYPE): DynamicModule {
+    return withOutboxProviders(super.forRootAsync(options), options);
+  }
+}
+
+function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleStaticOptions): DynamicModule {
+  const tableName = assertTableName('tableName', statics.tableName ?? DEFAULT_OUTBOX_TABLE);
+  const entity = createOutboxMessageEntity(tableName);
+  const providers: Provider[] = [
+    {
+      provide: OUTBOX_OPTIONS,
+      inject: [OUTBOX_MODULE_RAW_OPTIONS],
+      useFactory: (raw: OutboxModuleOptionsInput) => validateOutboxOptions(raw),
+    },
+    { provide: OUTBOX_DATA_SOURCE, useExisting: getDataSourceToken(statics.dataSourceName) },
+    {
+      provide: OUTBOX_DIALECT,
+      inject: [OUTBOX_DATA_SOURCE],
+      useFactory: (dataSource: DataSource) => resolveOutboxDialect(dataSource, tableName),
+    },
+    {
+      provide: OUTBOX_INSTANCE_ID,
+      inject: [OUTBOX_OPTIONS],
+      // Two applications in one process must not share an identity.
+      useFactory: (options: OutboxModuleOptions) => options.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    },
+    { provide: OUTBOX_TRANSPORT, useClass: statics.transport ?? RabbitMqOutboxTransport },
+    OutboxWakeup,
+    OutboxService,
+    OutboxDispatcher,
+    StuckDetector,
+  ];
+  const feature = TypeOrmModule.forFeature([entity], statics.dataSourceName);
+  return {
+    ...definition,
+    global: statics.isGlobal ?? true,
+    imports: [...(definition.imports ?? []), feature],
+    providers: [...(definition.providers ?? []), ...providers],
+    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, StuckDetector, feature],
+  };
+}

@@ -1,0 +1,109 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
+import { OutboxDialect } from '../dialects/outbox-dialect';
+import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+
+const PUBLISHED = Symbol('nestjs-outbox:published');
+const NOTIFIED = Symbol('nestjs-outbox:notified');
+const RELISTEN_DELAY_MS = 1_000;
+
+type RunnerData = Record<symbol, boolean>;
+
+/**
+ * Tells dispatchers that rows are waiting, as cheaply as the write path allows:
+ * in-process right after the publishing transaction commits (a TypeORM transaction subscriber),
+ * and to other instances by a database signal sent at most once per `notifyMinIntervalMs` per
+ * process, because notifying commits are serialised by PostgreSQL. Polling stays the backstop.
+ */
+@Injectable()
+export class OutboxWakeup implements EntitySubscriberInterface, OnApplicationShutdown {
+  private readonly logger = new Logger(OutboxWakeup.name);
+  private readonly listeners = new Set<() => void>();
+  private lastNotifyAt = 0;
+  private stopListening?: () => Promise<void>;
+  private relistenTimer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
+    @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+  ) {
+    dataSource.subscribers.push(this);
+  }
+
+  /** Calls `listener` on every wake-up; returns a function that unsubscribes it. */
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Wakes local listeners now. */
+  wake(): void {
+    for (const listener of this.listeners) listener();
+  }
+
+  /** Records, inside the publishing transaction, that it wrote rows; may send the cross-instance signal. */
+  async published(manager: EntityManager): Promise<void> {
+    const data = manager.queryRunner!.data as RunnerData;
+    data[PUBLISHED] = true;
+    if (!this.options.notifyEnabled || !this.dialect.notifyPublished || data[NOTIFIED]) return;
+    const now = Date.now();
+    if (now - this.lastNotifyAt < this.options.notifyMinIntervalMs) return;
+    this.lastNotifyAt = now;
+    data[NOTIFIED] = true;
+    await this.dialect.notifyPublished(manager, this.options.notifyChannel);
+  }
+
+  /** Starts receiving other instances' signals (where the database has them). */
+  async startListening(): Promise<void> {
+    if (!this.options.notifyEnabled || !this.dialect.listen || this.closed) return;
+    try {
+      this.stopListening = await this.dialect.listen(
+        this.dataSource,
+        this.options.notifyChannel,
+        () => this.wake(),
+        (error) => this.listenLost(error),
+      );
+    } catch (error) {
+      this.listenLost(error as Error);
+    }
+  }
+
+  afterTransactionCommit(event: TransactionCommitEvent): void {
+    // A released savepoint also fires this; only the outermost commit makes rows visible.
+    if (event.queryRunner.isTransactionActive) return;
+    if (this.take(event.queryRunner, PUBLISHED)) this.wake();
+    this.take(event.queryRunner, NOTIFIED);
+  }
+
+  afterTransactionRollback(event: TransactionRollbackEvent): void {
+    if (event.queryRunner.isTransactionActive) return;
+    this.take(event.queryRunner, PUBLISHED);
+    // The signal was rolled back with the transaction: let the next publisher send one.
+    if (this.take(event.queryRunner, NOTIFIED)) this.lastNotifyAt = 0;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.relistenTimer);
+    const index = this.dataSource.subscribers.indexOf(this);
+    if (index >= 0) this.dataSource.subscribers.splice(index, 1);
+    await this.stopListening?.();
+  }
+
+  private take(runner: QueryRunner, flag: symbol): boolean {
+    const data = runner.data as RunnerData | undefined;
+    if (!data?.[flag]) return false;
+    delete data[flag];
+    return true;
+  }
+
+  private listenLost(error: Error): void {
+    this.stopListening = undefined;
+    if (this.closed) return;
+    this.logger.warn(`Lost the wake-up listener (${error.message}); polling continues, retrying in ${RELISTEN_DELAY_MS} ms`);
+    this.relistenTimer = setTimeout(() => void this.startListening(), RELISTEN_DELAY_MS);
+  }
+}

@@ -1,0 +1,64 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { OutboxDialect } from '../dialects/outbox-dialect';
+import { OutboxError, OutboxOutsideTransactionError } from '../errors';
+import { OutboxMessage, OutboxWriteOptions, PublishResult } from '../message/outbox-message';
+import { toNewOutboxRow } from '../message/validate-message';
+import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { OutboxWakeup } from './outbox-wakeup';
+
+/**
+ * Writes messages into the outbox as part of the caller's transaction, so a message exists
+ * if and only if the business change committed. It never writes in auto-commit.
+ */
+@Injectable()
+export class OutboxService {
+  constructor(
+    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
+    @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+    private readonly wakeup: OutboxWakeup,
+    @Optional() private readonly transactionHost?: TransactionHost,
+  ) {}
+
+  /**
+   * Stores `message` in the current transaction; it is sent after that transaction commits.
+   * Publishing the same `(type, bizKey)` or `messageId` twice is a no-op reported as
+   * `duplicate: true`.
+   * @throws OutboxOutsideTransactionError when no transaction is active
+   * @throws OutboxMessageInvalidError when the message cannot be stored as given
+   */
+  async publish<TPayload>(message: OutboxMessage<TPayload>, options?: OutboxWriteOptions): Promise<PublishResult> {
+    const row = toNewOutboxRow(message, this.options.maxAttempts);
+    const manager = this.transactionManager('publish', options);
+    if (!(await this.dialect.insert(manager, row))) {
+      const existing = await this.dialect.findDuplicateMessageId(manager, row);
+      return { messageId: existing ?? row.messageId, duplicate: true };
+    }
+    await this.wakeup.published(manager);
+    return { messageId: row.messageId, duplicate: false };
+  }
+
+  /**
+   * Abandons the not-yet-sent messages of a reverted business event (PENDING or FAILED become
+   * ABANDONED and are never sent), in the current transaction. Messages already sent, or being
+   * sent right now, are untouched.
+   * @returns how many messages were abandoned
+   */
+  async cancel(bizKey: string, type?: string, options?: OutboxWriteOptions): Promise<number> {
+    if (typeof bizKey !== 'string' || bizKey.length === 0) throw new OutboxError('cancel() needs a non-empty bizKey');
+    return this.dialect.cancel(this.transactionManager('cancel', options), bizKey, type);
+  }
+
+  private transactionManager(operation: string, options: OutboxWriteOptions | undefined): EntityManager {
+    const manager =
+      options?.manager ?? (this.transactionHost?.isTransactionActive() ? (this.transactionHost.tx as EntityManager) : undefined);
+    if (!manager?.queryRunner?.isTransactionActive) throw new OutboxOutsideTransactionError(operation);
+    if (manager.connection !== this.dataSource) {
+      throw new OutboxError(`${operation}() was given a transaction of another DataSource than the outbox's; the message would not commit atomically with it`);
+    }
+    return manager;
+  }
+}

@@ -1,0 +1,63 @@
+import { ClaimedMessage, ClaimRef, FailedSettlement } from '../dialects/outbox-dialect';
+import { MessageStatus } from '../message/message-status';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
+import { classifyFailure, describeError } from '../retry/error-classifier';
+
+/** How failed attempts are judged and recorded. */
+export interface FailurePolicy {
+  backoff: BackoffPolicy;
+  isFatalError?: (error: unknown) => boolean;
+  lastErrorMaxLength: number;
+}
+
+/** The failure policy the module's options describe. */
+export function failurePolicyFrom(options: OutboxModuleOptions): FailurePolicy {
+  return {
+    backoff: { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs, jitter: options.backoffJitter },
+    isFatalError: options.isFatalError,
+    lastErrorMaxLength: options.lastErrorMaxLength,
+  };
+}
+
+/** A batch's outcomes, grouped for one settle statement each. */
+export interface BatchSettlement {
+  done: ClaimRef[];
+  failed: FailedSettlement[];
+}
+
+/**
+ * The state transition of a failed attempt: FAILED with a backoff, or MANUAL_REQUIRED when the
+ * error is fatal or this was the last allowed attempt.
+ */
+export function failedSettlement(
+  claim: ClaimRef & { attempts: number; maxAttempts: number },
+  error: unknown,
+  policy: FailurePolicy,
+): FailedSettlement {
+  const failedAttempts = claim.attempts + 1;
+  const exhausted = failedAttempts >= claim.maxAttempts;
+  const fatal = classifyFailure(error, policy.isFatalError) === 'fatal';
+  return {
+    id: claim.id,
+    claimToken: claim.claimToken,
+    status: fatal || exhausted ? MessageStatus.MANUAL_REQUIRED : MessageStatus.FAILED,
+    delayMs: fatal || exhausted ? 0 : backoffDelayMs(failedAttempts, policy.backoff),
+    error: describeError(error, policy.lastErrorMaxLength),
+  };
+}
+
+/** Sorts a batch's send results into DONE and failed settlements. */
+export function settleBatch(
+  claimed: ClaimedMessage[],
+  results: PromiseSettledResult<unknown>[],
+  policy: FailurePolicy,
+): BatchSettlement {
+  const settlement: BatchSettlement = { done: [], failed: [] };
+  claimed.forEach((message, index) => {
+    const result = results[index];
+    if (result.status === 'fulfilled') settlement.done.push({ id: message.id, claimToken: message.claimToken });
+    else settlement.failed.push(failedSettlement(message, result.reason, policy));
+  });
+  return settlement;
+}

@@ -1,0 +1,99 @@
+import { RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { getDataSourceToken, InjectRepository, TypeOrmModule } from '@nestjs/typeorm';
+import { Transactional } from '@nestjs-cls/transactional';
+import { ClsModule } from 'nestjs-cls';
+import { Column, Entity, PrimaryGeneratedColumn, Repository } from 'typeorm';
+import { OutboxModule, OutboxModuleOptionsInput, OutboxModuleStaticOptions, OutboxService } from '../../lib';
+import { AMQP_URL, POSTGRES_URL } from './environment';
+
+/** A business row written in the same transaction as the outbox message. */
+@Entity({ name: 'test_order' })
+export class TestOrder {
+  @PrimaryGeneratedColumn()
+  id!: number;
+
+  @Column({ type: 'varchar', length: 40 })
+  status!: string;
+}
+
+/** Business code as a user writes it: `@Transactional()`, a repository, and the outbox. */
+@Injectable()
+export class OrderPayments {
+  constructor(
+    @InjectRepository(TestOrder) private readonly orders: Repository<TestOrder>,
+    private readonly outbox: OutboxService,
+  ) {}
+
+  @Transactional()
+  async pay(exchange: string, options: { fail?: boolean; holdMs?: number; bizKey?: string } = {}) {
+    const order = await this.orders.save({ status: 'PAID' });
+    const result = await this.outbox.publish({
+      type: 'order.paid',
+      exchange,
+      routingKey: 'order.paid',
+      bizKey: options.bizKey ?? `order-${order.id}:paid`,
+      payload: { orderId: order.id },
+    });
+    if (options.holdMs) await new Promise((resolve) => setTimeout(resolve, options.holdMs));
+    if (options.fail) throw new Error('payment rejected after publishing');
+    return { order, ...result };
+  }
+}
+
+export interface TestAppOptions {
+  schema: string;
+  outbox?: OutboxModuleOptionsInput;
+  statics?: OutboxModuleStaticOptions;
+  amqpUrl?: string;
+  postgresUrl?: string;
+  providers?: Provider[];
+  /** golevelup keeps connections in a process-wide registry by name. */
+  connectionName?: string;
+  logger?: false | ('error' | 'warn' | 'log')[];
+}
+
+/** A Nest application wired exactly as the README tells users to wire it. */
+export async function createTestApp(options: TestAppOptions): Promise<INestApplicationContext> {
+  @Module({
+    imports: [
+      ClsModule.forRoot({
+        global: true,
+        plugins: [
+          new ClsPluginTransactional({
+            imports: [TypeOrmModule],
+            adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+          }),
+        ],
+      }),
+      TypeOrmModule.forRoot({
+        type: 'postgres',
+        url: options.postgresUrl ?? POSTGRES_URL,
+        schema: options.schema,
+        synchronize: true,
+        autoLoadEntities: true,
+        extra: { max: 10 },
+      }),
+      TypeOrmModule.forFeature([TestOrder]),
+      ScheduleModule.forRoot(),
+      RabbitMQModule.forRoot({
+        name: options.connectionName ?? 'default',
+        uri: options.amqpUrl ?? AMQP_URL,
+        connectionInitOptions: { wait: false },
+      }),
+      OutboxModule.forRoot({ ...options.statics, ...options.outbox }),
+    ],
+    providers: [OrderPayments, ...(options.providers ?? [])],
+  })
+  class TestAppModule {}
+
+  const app = await NestFactory.createApplicationContext(TestAppModule, { logger: options.logger ?? ['error'] });
+  await app.init();
+  return app;
+}
+
+export type { Type };
