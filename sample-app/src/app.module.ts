@@ -1,0 +1,50 @@
+import { RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
+import { ClsPluginTransactional } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsModule } from 'nestjs-cls';
+import { OutboxModule } from '../../lib';
+import { OrdersModule } from './orders/orders.module';
+import { ORDERS_EXCHANGE } from './orders/orders.constants';
+
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+
+@Module({
+  imports: [
+    // @Transactional() keeps the current transaction in CLS; the TypeORM adapter exposes it as
+    // TransactionHost.tx, which OutboxService.publish() writes through.
+    ClsModule.forRoot({
+      global: true,
+      middleware: { mount: true },
+      plugins: [
+        new ClsPluginTransactional({
+          imports: [TypeOrmModule],
+          adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }),
+        }),
+      ],
+    }),
+    TypeOrmModule.forRoot({
+      type: 'postgres',
+      url: DATABASE_URL,
+      autoLoadEntities: true,
+      // Fine for a sample: creates sample_order and the outbox table from their entities.
+      // A real service runs migrations instead (the library ships OUTBOX_MIGRATIONS).
+      synchronize: true,
+    }),
+    // The outbox dispatcher and stuck detector run on @nestjs/schedule intervals.
+    ScheduleModule.forRoot(),
+    RabbitMQModule.forRoot({
+      uri: AMQP_URL,
+      exchanges: [{ name: ORDERS_EXCHANGE, type: 'topic' }],
+      // Start even while the broker is down: payments still commit, and their messages wait
+      // in the outbox until the broker is back.
+      connectionInitOptions: { wait: false },
+    }),
+    OutboxModule.forRoot(),
+    OrdersModule,
+  ],
+})
+export class AppModule {}

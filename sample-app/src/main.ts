@@ -1,0 +1,20 @@
+import 'reflect-metadata';
+import { Logger, ValidationPipe } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+
+async function bootstrap(): Promise<void> {
+  const app = await NestFactory.create(AppModule);
+  app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true }));
+  // On SIGTERM/SIGINT the outbox dispatcher finishes its in-flight sends and gives back
+  // whatever it still holds claimed, so another instance can send it at once.
+  app.enableShutdownHooks();
+  const port = Number(process.env.PORT ?? 3000);
+  await app.listen(port);
+  new Logger('Bootstrap').log(`Order service listening on port ${port}`);
+}
+
+bootstrap().catch((error: unknown) => {
+  new Logger('Bootstrap').error(error);
+  process.exit(1);
+});
