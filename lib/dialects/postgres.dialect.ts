@@ -5,8 +5,10 @@ import { NewOutboxRow } from '../message/validate-message';
 import { ClaimedMessage, ClaimRef, ExpiredClaim, FailedSettlement, OutboxDialect, OutboxHealthCounts } from './outbox-dialect';
 import { execute } from './sql-executor';
 
-const { PENDING, PROCESSING, DONE, FAILED, ABANDONED } = MessageStatus;
+const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
+/** Never sent: a reverted business event may abandon them. */
+const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
 
 interface ClaimedRow {
   id: string;
@@ -104,7 +106,6 @@ export class PostgresOutboxDialect implements OutboxDialect {
       `UPDATE ${this.table} AS t
        SET status = s.status, attempts = t.attempts + 1, last_error = s.error,
            next_attempt_at = now() + s.delay_ms * interval '1 millisecond',
-           processed_at = CASE WHEN s.status = '${FAILED}' THEN NULL ELSE now() END,
            claim_token = NULL, claimed_at = NULL, claimed_by = NULL
        FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[]) AS s(id, token, status, delay_ms, error)
        WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
@@ -139,7 +140,7 @@ export class PostgresOutboxDialect implements OutboxDialect {
     const result = await execute(
       manager,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = now()
-       WHERE biz_key = $1 AND ($2::text IS NULL OR message_type = $2) AND ${CLAIMABLE}
+       WHERE biz_key = $1 AND ($2::text IS NULL OR message_type = $2) AND ${CANCELLABLE}
        RETURNING id`,
       [bizKey, type ?? null],
     );

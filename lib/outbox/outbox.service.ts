@@ -42,9 +42,9 @@ export class OutboxService {
   }
 
   /**
-   * Abandons the not-yet-sent messages of a reverted business event (PENDING or FAILED become
-   * ABANDONED and are never sent), in the current transaction. Messages already sent, or being
-   * sent right now, are untouched.
+   * Abandons the never-sent messages of a reverted business event (PENDING, FAILED or
+   * MANUAL_REQUIRED become ABANDONED and are never sent), in the current transaction. Messages
+   * already sent, or being sent right now (PROCESSING), are untouched.
    * @returns how many messages were abandoned
    */
   async cancel(bizKey: string, type?: string, options?: OutboxWriteOptions): Promise<number> {

@@ -43,12 +43,16 @@ describe('Outbox publishing (PostgreSQL + RabbitMQ)', () => {
   });
 
   it('does not publish a message whose transaction rolled back', async () => {
-    const before = await sql(`SELECT count(*)::int AS n FROM "${SCHEMA}".outbox_message`);
+    const count = async () => (await sql(`SELECT
+        (SELECT count(*)::int FROM "${SCHEMA}".outbox_message) AS messages,
+        (SELECT count(*)::int FROM "${SCHEMA}".test_order) AS orders`))[0];
+    const before = await count();
     await expect(payments.pay(EXCHANGE, { fail: true })).rejects.toThrow('payment rejected');
     await app.get(OutboxDispatcher).drain();
     await sleep(500);
     expect(probe.messages).toHaveLength(0);
-    expect(await sql(`SELECT count(*)::int AS n FROM "${SCHEMA}".outbox_message`)).toEqual(before);
+    // Neither the business row nor the message survived the rollback.
+    expect(await count()).toEqual(before);
   });
 
   it('sends nothing before COMMIT, even when the transaction stays open for seconds', async () => {

@@ -4,10 +4,10 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
-import { getDataSourceToken, InjectRepository, TypeOrmModule } from '@nestjs/typeorm';
-import { Transactional } from '@nestjs-cls/transactional';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { TransactionHost, Transactional } from '@nestjs-cls/transactional';
 import { ClsModule } from 'nestjs-cls';
-import { Column, Entity, PrimaryGeneratedColumn, Repository } from 'typeorm';
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { OutboxModule, OutboxModuleOptionsInput, OutboxModuleStaticOptions, OutboxService } from '../../lib';
 import { AMQP_URL, POSTGRES_URL } from './environment';
 
@@ -25,13 +25,13 @@ export class TestOrder {
 @Injectable()
 export class OrderPayments {
   constructor(
-    @InjectRepository(TestOrder) private readonly orders: Repository<TestOrder>,
+    private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly outbox: OutboxService,
   ) {}
 
   @Transactional()
   async pay(exchange: string, options: { fail?: boolean; holdMs?: number; bizKey?: string } = {}) {
-    const order = await this.orders.save({ status: 'PAID' });
+    const order = await this.txHost.tx.getRepository(TestOrder).save({ status: 'PAID' });
     const result = await this.outbox.publish({
       type: 'order.paid',
       exchange,

@@ -1,0 +1,76 @@
+import { INestApplicationContext } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { OutboxDispatcher, OutboxOutsideTransactionError, OutboxService } from '../../lib';
+import { freshSchema, sql } from '../support/database';
+import { assertExchange, QueueProbe } from '../support/queue-probe';
+import { createTestApp } from '../support/test-app';
+import { sleep } from '../support/wait';
+
+const SCHEMA = 'it_cancel';
+const EXCHANGE = 'it.cancel';
+
+describe('Cancelling a business event', () => {
+  let writer: INestApplicationContext;
+  let dispatcher: INestApplicationContext;
+  let probe: QueueProbe;
+
+  const publish = (bizKey: string, type = 'order.paid') =>
+    writer.get(DataSource).transaction((manager) =>
+      writer.get(OutboxService).publish({ type, exchange: EXCHANGE, routingKey: type, payload: { bizKey }, bizKey }, { manager }),
+    );
+  const cancel = (bizKey: string, type?: string) =>
+    writer.get(DataSource).transaction((manager) => writer.get(OutboxService).cancel(bizKey, type, { manager }));
+  const statusOf = async (messageId: string) =>
+    (await sql(`SELECT status FROM "${SCHEMA}".outbox_message WHERE message_id = $1`, [messageId]))[0].status;
+
+  beforeAll(async () => {
+    await freshSchema(SCHEMA);
+    await assertExchange(EXCHANGE);
+    probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
+    // Writes only, so that a message stays unsent until the test says so.
+    writer = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false } });
+  });
+
+  afterAll(async () => {
+    await dispatcher?.close();
+    await writer.close();
+    await probe.close();
+  });
+
+  it('never delivers a message cancelled before it was sent', async () => {
+    const cancelled = await publish('order-1:paid');
+    const kept = await publish('order-2:paid');
+    expect(await cancel('order-1:paid')).toBe(1);
+    expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
+
+    dispatcher = await createTestApp({ schema: SCHEMA, outbox: { pollIntervalMs: 50 } });
+    await dispatcher.get(OutboxDispatcher).drain();
+    await probe.waitFor(1);
+    await sleep(300);
+    expect(probe.messageIds).toEqual([kept.messageId]);
+    expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
+  });
+
+  it('changes nothing when the message was already sent', async () => {
+    const sent = await publish('order-3:paid');
+    await probe.waitFor(2);
+    await dispatcher.get(OutboxDispatcher).drain();
+    expect(await statusOf(sent.messageId)).toBe('DONE');
+    expect(await cancel('order-3:paid')).toBe(0);
+    expect(await statusOf(sent.messageId)).toBe('DONE');
+  });
+
+  it('cancels only the given event type when one is named', async () => {
+    await dispatcher.close();
+    dispatcher = undefined as unknown as INestApplicationContext;
+    const paid = await publish('order-4', 'order.paid');
+    const shipped = await publish('order-4', 'order.shipped');
+    expect(await cancel('order-4', 'order.shipped')).toBe(1);
+    expect(await statusOf(paid.messageId)).toBe('PENDING');
+    expect(await statusOf(shipped.messageId)).toBe('ABANDONED');
+  });
+
+  it('refuses to cancel outside a transaction', async () => {
+    await expect(writer.get(OutboxService).cancel('order-5:paid')).rejects.toBeInstanceOf(OutboxOutsideTransactionError);
+  });
+});

@@ -1,0 +1,60 @@
+import { createConnection, createServer, Server, Socket } from 'node:net';
+
+/**
+ * A TCP proxy a test owns, to simulate an outage of a shared service without disturbing other
+ * test files: `cut()` resets every open connection and refuses new ones until `restore()`.
+ */
+export class TcpProxy {
+  private readonly sockets = new Set<Socket>();
+  private forwarding = true;
+
+  private constructor(private readonly server: Server, readonly port: number) {}
+
+  static async start(targetHost: string, targetPort: number): Promise<TcpProxy> {
+    let proxy!: TcpProxy;
+    const server = createServer((client) => proxy.accept(client, targetHost, targetPort));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    proxy = new TcpProxy(server, (server.address() as { port: number }).port);
+    return proxy;
+  }
+
+  /** The proxied URL: `url` with its host and port replaced by the proxy's. */
+  rewrite(url: string): string {
+    const parsed = new URL(url);
+    parsed.hostname = '127.0.0.1';
+    parsed.port = String(this.port);
+    return parsed.toString();
+  }
+
+  cut(): void {
+    this.forwarding = false;
+    for (const socket of this.sockets) socket.resetAndDestroy();
+    this.sockets.clear();
+  }
+
+  restore(): void {
+    this.forwarding = true;
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket, host: string, port: number): void {
+    if (!this.forwarding) {
+      client.resetAndDestroy();
+      return;
+    }
+    const upstream = createConnection({ host, port });
+    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+      this.sockets.add(a);
+      a.on('error', () => b.destroy());
+      a.on('close', () => {
+        this.sockets.delete(a);
+        b.destroy();
+      });
+      a.pipe(b);
+    }
+  }
+}
