@@ -1,0 +1,207 @@
+import { INestApplicationContext } from '@nestjs/common';
+import { OutboxModuleOptionsInput } from '../../lib';
+import { ChildApp, killAllChildren, sessionsOf } from '../support/child-app';
+import { freshSchema, sql, statusCounts } from '../support/database';
+import { runExclusively } from '../support/exclusive-run';
+import { publishMany } from '../support/publish-many';
+import { assertExchange, QueueProbe } from '../support/queue-probe';
+import { createTestApp } from '../support/test-app';
+import { sleep, waitUntil } from '../support/wait';
+
+const SCHEMA = 'it_crash';
+const EXCHANGE = 'it.crash';
+const TABLE = `"${SCHEMA}".outbox_message`;
+
+/** A dispatcher that reclaims expired claims quickly (reclaim must exceed the send timeout). */
+const RESCUER_OPTIONS: Omit<OutboxModuleOptionsInput, 'isFatalError'> = {
+  stuckReclaimAfterMs: 2_000,
+  sendTimeoutMs: 1_000,
+  stuckWarnAfterMs: 1_000,
+  stuckCheckIntervalMs: 500,
+  backoffBaseMs: 50,
+  backoffMaxMs: 200,
+  pollIntervalMs: 100,
+  batchSize: 100,
+};
+
+interface Row {
+  message_id: string;
+  status: string;
+  attempts: number;
+  claimed_by: string | null;
+  claim_token: string | null;
+  last_error: string | null;
+}
+
+const rowsOfType = (type: string) =>
+  sql<Row>(`SELECT message_id, status, attempts, claimed_by, claim_token, last_error FROM ${TABLE} WHERE message_type = $1 ORDER BY id`, [type]);
+
+/**
+ * A dispatcher process that dies without warning (SIGKILL) leaves claimed rows behind;
+ * another instance reclaims them once the claim expires and sends them, so no committed
+ * message is lost. Messages the dead process sent but did not settle may arrive twice,
+ * always under the same messageId.
+ */
+describe('Crash recovery (PostgreSQL + RabbitMQ, real processes)', () => {
+  let publisher: INestApplicationContext;
+  let probe: QueueProbe;
+  let endExclusiveRun: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    // Another run of this file (another developer's) would drop our schema and probe queue.
+    endExclusiveRun = await runExclusively(SCHEMA);
+    await freshSchema(SCHEMA);
+    await assertExchange(EXCHANGE);
+    // Creates the tables (synchronize) and only publishes: dispatching happens in child processes.
+    publisher = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false } });
+  }, 90_000);
+
+  beforeEach(async () => {
+    probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
+  });
+
+  afterEach(async () => {
+    await killAllChildren();
+    await probe?.close();
+  });
+
+  afterAll(async () => {
+    await publisher?.close();
+    await endExclusiveRun?.();
+  });
+
+  it('a dispatcher killed with SIGKILL mid-batch loses no committed message', async () => {
+    const type = 'it.crash.kill';
+    const published = await publishMany(
+      publisher,
+      3_000,
+      (n) => ({ type, exchange: EXCHANGE, routingKey: 'crash.kill', bizKey: `crash-${n}:sent`, payload: { n } }),
+      { perTransaction: 100, parallel: 2 },
+    );
+
+    const crash = await killDispatcherMidBatch(published.length);
+    expect(crash.countsAtKill.DONE).toBeGreaterThan(0);
+    expect(published.length - crash.countsAtKill.DONE).toBeGreaterThan(0);
+    expect(crash.processingAtKill.length).toBeGreaterThan(0);
+    expect(new Set(crash.processingAtKill.map((r) => r.claimed_by))).toEqual(new Set([crash.victim]));
+
+    const rescuer = await ChildApp.start('it-crash-rescuer', { schema: SCHEMA, outbox: { ...RESCUER_OPTIONS, instanceId: 'it-crash-rescuer' } });
+    await waitUntil(async () => (await statusCounts(SCHEMA)).DONE === published.length, 'every row is DONE', 30_000).catch((error) => {
+      throw new Error(`${(error as Error).message}${rescuer.diagnostics()}`);
+    });
+    await sleep(1_000); // room for a late duplicate to show up
+
+    // Every committed message arrived; anything that arrived twice kept its messageId.
+    const arrived = probe.messageIds;
+    expect(new Set(arrived)).toEqual(new Set(published));
+    expect(arrived.length).toBeGreaterThanOrEqual(published.length);
+
+    const rows = await rowsOfType(type);
+    expect(await statusCounts(SCHEMA)).toEqual({ DONE: published.length });
+    expect(rows.filter((r) => r.claim_token !== null)).toEqual([]);
+
+    // Only a message with a lost or failed attempt is ever sent again.
+    const retried = new Set(rows.filter((r) => r.attempts > 0).map((r) => r.message_id));
+    expect(duplicatesOf(arrived).filter((id) => !retried.has(id))).toEqual([]);
+
+    // The dead process's claims were reclaimed as a failed attempt and sent by the rescuer.
+    const byId = new Map(rows.map((r) => [r.message_id, r]));
+    for (const claim of crash.processingAtKill) {
+      expect(byId.get(claim.message_id)).toMatchObject({ status: 'DONE', claimed_by: 'it-crash-rescuer', attempts: claim.attempts + 1 });
+    }
+    expect(reclaimedAccordingToLog(rescuer)).toBe(crash.processingAtKill.length);
+    expect(rescuer.stderr).toBe('');
+  }, 60_000);
+
+  it('reclaims the rows a dead claimant left PROCESSING, and delivers them', async () => {
+    const type = 'it.crash.dead-claimant';
+    // Written and claimed in one transaction, so no dispatcher ever saw them PENDING: exactly
+    // what a claimant that died an hour ago leaves behind. Five have a single attempt allowed.
+    const published = await publishMany(
+      publisher,
+      40,
+      (n) => ({
+        type,
+        exchange: EXCHANGE,
+        routingKey: 'crash.dead-claimant',
+        bizKey: `dead-${n}:sent`,
+        payload: { n },
+        ...(n < 5 ? { maxAttempts: 1 } : {}),
+      }),
+      {
+        perTransaction: 40,
+        beforeCommit: (manager, ids) =>
+          manager.query(
+            `UPDATE ${TABLE} SET status = 'PROCESSING', claim_token = gen_random_uuid(),
+               claimed_at = now() - interval '1 hour', claimed_by = 'dead-instance'
+             WHERE message_id = ANY($1::uuid[])`,
+            [ids],
+          ),
+      },
+    );
+    const lastChance = new Set(published.slice(0, 5));
+    const deliverable = published.slice(5);
+    expect((await rowsOfType(type)).map((r) => r.status)).toEqual(Array(40).fill('PROCESSING'));
+
+    const rescuer = await ChildApp.start('it-crash-restarted', { schema: SCHEMA, outbox: { ...RESCUER_OPTIONS, instanceId: 'it-crash-restarted' } });
+    await probe.waitFor(deliverable.length, 20_000);
+    await waitUntil(
+      async () => (await rowsOfType(type)).every((r) => r.status === 'DONE' || r.status === 'MANUAL_REQUIRED'),
+      'every row is settled',
+      20_000,
+    );
+    await sleep(500); // room for a late duplicate to show up
+
+    expect(probe.messageIds.sort()).toEqual([...deliverable].sort());
+
+    const rows = await rowsOfType(type);
+    for (const row of rows) {
+      if (lastChance.has(row.message_id)) {
+        // The expired claim counted as their one allowed attempt: parked for an operator, with the reason.
+        expect(row).toMatchObject({ status: 'MANUAL_REQUIRED', attempts: 1, claim_token: null, claimed_by: null });
+        expect(row.last_error).toMatch(/claim by dead-instance expired after 2000 ms without a settle/);
+      } else {
+        expect(row).toMatchObject({ status: 'DONE', attempts: 1, claim_token: null, claimed_by: 'it-crash-restarted', last_error: null });
+      }
+    }
+    expect(reclaimedAccordingToLog(rescuer)).toBe(published.length);
+    expect(rescuer.stderr).toBe('');
+  }, 60_000);
+
+  /**
+   * Starts a dispatcher with small batches, SIGKILLs it while it holds claims, and waits until
+   * PostgreSQL has ended its sessions (a statement it had sent may still commit until then).
+   * The kill may land between two batches; then it tries again with a new process.
+   */
+  async function killDispatcherMidBatch(total: number, tries = 3) {
+    for (let attempt = 1; ; attempt++) {
+      const victim = `it-crash-victim-${attempt}`;
+      const child = await ChildApp.start(victim, { schema: SCHEMA, outbox: { instanceId: victim, batchSize: 20 } });
+      await waitUntil(
+        async () => {
+          const counts = await statusCounts(SCHEMA);
+          if ((counts.DONE ?? 0) === total) throw new Error(`${victim} sent everything before it could be killed`);
+          return (counts.DONE ?? 0) >= 100 && (counts.PROCESSING ?? 0) > 0;
+        },
+        `${victim} has sent some messages and holds claims`,
+        20_000,
+      );
+      expect(await child.kill('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+      await waitUntil(async () => (await sessionsOf(victim)) === 0, `PostgreSQL ended the sessions of ${victim}`, 10_000);
+
+      const countsAtKill = await statusCounts(SCHEMA);
+      const processingAtKill = await sql<Row>(`SELECT message_id, status, attempts, claimed_by, claim_token, last_error FROM ${TABLE} WHERE status = 'PROCESSING'`);
+      if (processingAtKill.length > 0 || attempt === tries) return { victim, countsAtKill: { DONE: 0, ...countsAtKill }, processingAtKill };
+    }
+  }
+});
+
+/** Sums what the StuckDetector logged as reclaimed. */
+function reclaimedAccordingToLog(child: ChildApp): number {
+  return [...child.stdout.matchAll(/Reclaimed (\d+) message\(s\) whose claim expired/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+}
+
+function duplicatesOf(ids: string[]): string[] {
+  const seen = new Set<string>();
+  return ids.filter((id) => seen.has(id) || !seen.add(id));
+}
