@@ -33,7 +33,10 @@ import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 @Module({})
 export class OutboxModule extends ConfigurableOutboxModule {
   static forRoot(options: typeof OUTBOX_OPTIONS_TYPE = {}): DynamicModule {
-    return withOutboxProviders(super.forRoot(options), options);
+    // Static options fail here, where the app's module is declared, before anything connects.
+    const { tableName, dataSourceName, transport, isGlobal, ...runtime } = options;
+    validateOutboxOptions(runtime);
+    return withOutboxProviders(super.forRoot(options), { tableName, dataSourceName, transport, isGlobal });
   }
 
   static forRootAsync(options: typeof OUTBOX_ASYNC_OPTIONS_TYPE): DynamicModule {

@@ -36,11 +36,24 @@ export function outboxIndexNames(table: string) {
   };
 }
 
+const entitiesByTable = new Map<string, EntitySchema<OutboxMessageRecord>>();
+
 /**
- * The outbox table's entity. Indexes serve the claim and reclaim queries only and are partial,
- * so their cost does not grow with retained DONE history.
+ * The outbox table's entity, one instance per table name: @nestjs/typeorm collects
+ * `autoLoadEntities` process-wide, so a second app in the same process (e2e tests) must hand it
+ * the same object rather than a twin that would be synchronised twice. Indexes serve the claim
+ * and reclaim queries only and are partial, so their cost does not grow with retained DONE history.
  */
 export function createOutboxMessageEntity(tableName: string = DEFAULT_OUTBOX_TABLE): EntitySchema<OutboxMessageRecord> {
+  let entity = entitiesByTable.get(tableName);
+  if (!entity) {
+    entity = buildEntity(tableName);
+    entitiesByTable.set(tableName, entity);
+  }
+  return entity;
+}
+
+function buildEntity(tableName: string): EntitySchema<OutboxMessageRecord> {
   const names = outboxIndexNames(tableName);
   return new EntitySchema<OutboxMessageRecord>({
     name: tableName === DEFAULT_OUTBOX_TABLE ? 'OutboxMessage' : `OutboxMessage_${tableName}`,

@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -31,7 +31,7 @@ export interface DispatcherStats {
  * so the broker always has confirms in flight.
  */
 @Injectable()
-export class OutboxDispatcher implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(OutboxDispatcher.name);
   private readonly inFlight = new Map<string, ClaimedMessage[]>();
   private readonly failurePolicy: FailurePolicy;
@@ -53,11 +53,14 @@ export class OutboxDispatcher implements OnApplicationBootstrap, BeforeApplicati
     this.failurePolicy = failurePolicyFrom(options);
   }
 
-  async onApplicationBootstrap(): Promise<void> {
-    if (!this.options.dispatcherEnabled) return;
-    if (!this.scheduler) {
+  onModuleInit(): void {
+    if (this.options.dispatcherEnabled && !this.scheduler) {
       throw new OutboxError('OutboxModule dispatches on @nestjs/schedule: add ScheduleModule.forRoot() to your application imports (or set dispatcherEnabled: false)');
     }
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (!this.options.dispatcherEnabled || !this.scheduler) return;
     this.scheduler.addInterval(POLL_INTERVAL_NAME, setInterval(() => this.trigger(), this.options.pollIntervalMs));
     this.unsubscribe = this.wakeup.subscribe(() => this.trigger());
     await this.wakeup.startListening();

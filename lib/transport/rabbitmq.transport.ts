@@ -1,5 +1,5 @@
 import { AmqpConnection } from '@golevelup/nestjs-rabbitmq';
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { ChannelWrapper } from 'amqp-connection-manager';
@@ -15,7 +15,7 @@ import { OutboxTransport, OutgoingMessage } from './outbox-transport';
  * by `sendTimeoutMs`, since the channel otherwise buffers forever while disconnected.
  */
 @Injectable()
-export class RabbitMqOutboxTransport implements OutboxTransport, OnApplicationBootstrap, OnApplicationShutdown {
+export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RabbitMqOutboxTransport.name);
   private amqp?: AmqpConnection;
   private channel?: ChannelWrapper;
@@ -27,8 +27,11 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnApplicationBo
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
   ) {}
 
-  /** Finds golevelup's connection wherever the application registered RabbitMQModule. */
-  onApplicationBootstrap(): void {
+  /**
+   * Finds golevelup's connection wherever the application registered RabbitMQModule; at module
+   * init, so a missing module fails the boot before any dispatcher starts.
+   */
+  onModuleInit(): void {
     try {
       this.amqp = this.moduleRef.get(AmqpConnection, { strict: false });
     } catch (error) {

@@ -1,0 +1,78 @@
+import { RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { OutboxError, OutboxModule, OutboxOptionsError } from '../../lib';
+import { freshSchema } from '../support/database';
+import { AMQP_URL, POSTGRES_URL } from '../support/environment';
+
+const SCHEMA = 'it_module_bootstrap';
+
+const rabbit = () => RabbitMQModule.forRoot({ uri: AMQP_URL, connectionInitOptions: { wait: false } });
+const openDataSources: Promise<DataSource>[] = [];
+
+/**
+ * Every DataSource is tracked: a boot that fails must not leave a connection (or a schema
+ * synchronisation) running in the background, racing the next test's.
+ */
+const typeOrm = () =>
+  TypeOrmModule.forRootAsync({
+    useFactory: () => ({ type: 'postgres', url: POSTGRES_URL, schema: SCHEMA, synchronize: true, autoLoadEntities: true, retryAttempts: 0 }),
+    dataSourceFactory: async (options) => {
+      const initialized = new DataSource(options!).initialize();
+      openDataSources.push(initialized);
+      return initialized;
+    },
+  });
+
+async function boot(imports: unknown[]): Promise<void> {
+  @Module({ imports: imports as never[] })
+  class AppModule {}
+  const app = await NestFactory.createApplicationContext(AppModule, { logger: false, abortOnError: false });
+  await app.close();
+}
+
+describe('OutboxModule start-up checks', () => {
+  beforeAll(() => freshSchema(SCHEMA));
+
+  afterEach(async () => {
+    // A failed boot may return before its DataSource finished connecting: wait, then close it.
+    for (const initialized of openDataSources.splice(0)) {
+      const dataSource = await initialized.catch(() => undefined);
+      if (dataSource?.isInitialized) await dataSource.destroy();
+    }
+    // Likewise golevelup's connections, which it keeps in a process-wide registry.
+    const registry = (RabbitMQModule as unknown as { connectionManager: { close(): Promise<void>; clearConnections(): void } }).connectionManager;
+    await registry.close();
+    registry.clearConnections();
+  });
+
+  it('fails where the module is declared, naming an invalid option', () => {
+    expect(() => OutboxModule.forRoot({ batchSize: 0 })).toThrow(OutboxOptionsError);
+    expect(() => OutboxModule.forRoot({ batchSize: 0 })).toThrow(/batchSize/);
+  });
+
+  it('validates options that come from an async factory too', async () => {
+    const module = OutboxModule.forRootAsync({ useFactory: async () => ({ maxAttempts: -1 }) });
+    await expect(boot([typeOrm(), ScheduleModule.forRoot(), rabbit(), module])).rejects.toThrow(/maxAttempts/);
+  });
+
+  it('rejects a table name that is not a plain identifier before anything starts', () => {
+    expect(() => OutboxModule.forRoot({ tableName: 'outbox; DROP TABLE users' })).toThrow(/tableName must be a plain SQL identifier/);
+  });
+
+  it('fails fast when ScheduleModule.forRoot() is missing', async () => {
+    await expect(boot([typeOrm(), rabbit(), OutboxModule.forRoot()])).rejects.toThrow(/ScheduleModule\.forRoot\(\)/);
+  });
+
+  it('fails fast when the RabbitMQ transport has no RabbitMQModule', async () => {
+    const failure = boot([typeOrm(), ScheduleModule.forRoot(), OutboxModule.forRoot()]);
+    await expect(failure).rejects.toBeInstanceOf(OutboxError);
+  });
+
+  it('boots without ScheduleModule when this instance only writes', async () => {
+    await expect(boot([typeOrm(), rabbit(), OutboxModule.forRoot({ dispatcherEnabled: false })])).resolves.toBeUndefined();
+  });
+});

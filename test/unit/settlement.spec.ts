@@ -1,0 +1,45 @@
+import { MessageStatus, NonRetryableError } from '../../lib';
+import { ClaimedMessage } from '../../lib/dialects/outbox-dialect';
+import { failedSettlement, settleBatch } from '../../lib/outbox/settlement';
+
+const policy = { backoff: { baseMs: 100, maxMs: 10_000, jitter: 0 }, lastErrorMaxLength: 200 };
+const claim = (attempts: number, maxAttempts = 5) => ({ id: '1', claimToken: 't', attempts, maxAttempts });
+
+describe('failedSettlement', () => {
+  it('schedules a retry with backoff for a retryable error', () => {
+    expect(failedSettlement(claim(0), new Error('ECONNRESET'), policy)).toEqual({
+      id: '1',
+      claimToken: 't',
+      status: MessageStatus.FAILED,
+      delayMs: 100,
+      error: 'Error: ECONNRESET',
+    });
+    expect(failedSettlement(claim(2), new Error('x'), policy).delayMs).toBe(400);
+  });
+
+  it('requires manual action when the last attempt fails', () => {
+    expect(failedSettlement(claim(4, 5), new Error('x'), policy).status).toBe(MessageStatus.MANUAL_REQUIRED);
+  });
+
+  it('requires manual action at once for a fatal error', () => {
+    expect(failedSettlement(claim(0), new NonRetryableError('bad payload'), policy)).toMatchObject({
+      status: MessageStatus.MANUAL_REQUIRED,
+      error: 'NonRetryableError: bad payload',
+    });
+    const isFatalError = (e: unknown) => e instanceof RangeError;
+    expect(failedSettlement(claim(0), new RangeError('r'), { ...policy, isFatalError }).status).toBe(MessageStatus.MANUAL_REQUIRED);
+  });
+});
+
+describe('settleBatch', () => {
+  it('sorts send results into DONE claims and failed settlements', () => {
+    const message = (id: string) => ({ id, claimToken: 'tok', attempts: 0, maxAttempts: 3 }) as ClaimedMessage;
+    const result = settleBatch(
+      [message('1'), message('2'), message('3')],
+      [{ status: 'fulfilled', value: undefined }, { status: 'rejected', reason: new Error('nope') }, { status: 'fulfilled', value: undefined }],
+      policy,
+    );
+    expect(result.done).toEqual([{ id: '1', claimToken: 'tok' }, { id: '3', claimToken: 'tok' }]);
+    expect(result.failed).toEqual([expect.objectContaining({ id: '2', status: MessageStatus.FAILED, error: 'Error: nope' })]);
+  });
+});

@@ -1,0 +1,69 @@
+import { OutboxModuleOptions, OutboxOptionsError, validateOutboxOptions } from '../../lib';
+import { assertTableName } from '../../lib/options/table-names';
+
+function problemsOf(input: unknown): string[] {
+  try {
+    validateOutboxOptions(input as never);
+  } catch (error) {
+    expect(error).toBeInstanceOf(OutboxOptionsError);
+    return (error as OutboxOptionsError).problems;
+  }
+  throw new Error('expected the options to be rejected');
+}
+
+describe('validateOutboxOptions', () => {
+  it('fills every default', () => {
+    const options = validateOutboxOptions(undefined);
+    expect(options).toBeInstanceOf(OutboxModuleOptions);
+    expect(options).toMatchObject({ batchSize: 200, maxAttempts: 10, pollIntervalMs: 1_000, dispatcherEnabled: true, mandatory: true });
+  });
+
+  it('keeps given values and functions', () => {
+    const isFatalError = () => true;
+    expect(validateOutboxOptions({ batchSize: 10, isFatalError })).toMatchObject({ batchSize: 10, isFatalError });
+  });
+
+  it('names the option and the reason for a bad value', () => {
+    expect(problemsOf({ batchSize: 0 })).toEqual([expect.stringMatching(/^batchSize must not be less than 1/)]);
+    expect(problemsOf({ pollIntervalMs: 'fast' })).toEqual(expect.arrayContaining([expect.stringMatching(/^pollIntervalMs/)]));
+    expect(problemsOf({ backoffJitter: 2 })).toEqual([expect.stringMatching(/^backoffJitter/)]);
+    expect(problemsOf({ notifyChannel: 'x; DROP TABLE y' })).toEqual([expect.stringMatching(/^notifyChannel/)]);
+    expect(problemsOf({ isFatalError: 'yes' })).toEqual(['isFatalError must be a function']);
+  });
+
+  it('reports every bad option at once, and unknown ones by name', () => {
+    const problems = problemsOf({ batchSize: -1, maxAttempts: 0, batchsize: 5 });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^batchSize/),
+        expect.stringMatching(/^maxAttempts/),
+        'batchsize is not an OutboxModule option',
+      ]),
+    );
+  });
+
+  it('rejects combinations that would reclaim live sends or invert the backoff', () => {
+    expect(problemsOf({ sendTimeoutMs: 5_000, stuckReclaimAfterMs: 5_000, stuckWarnAfterMs: 1_000 })).toEqual([
+      expect.stringMatching(/^stuckReclaimAfterMs must exceed sendTimeoutMs/),
+    ]);
+    expect(problemsOf({ backoffBaseMs: 10_000, backoffMaxMs: 1_000 })).toEqual(['backoffMaxMs must be at least backoffBaseMs']);
+    expect(problemsOf({ stuckWarnAfterMs: 600_000 })).toEqual(['stuckWarnAfterMs must not exceed stuckReclaimAfterMs']);
+  });
+
+  it('puts the option names in the error message', () => {
+    expect(() => validateOutboxOptions({ batchSize: 0 })).toThrow(/Invalid OutboxModule options: batchSize/);
+  });
+});
+
+describe('assertTableName', () => {
+  it('accepts plain identifiers', () => {
+    expect(assertTableName('tableName', 'my_outbox_2')).toBe('my_outbox_2');
+  });
+
+  it.each(['', 'outbox; DROP TABLE users', 'public.outbox', '"quoted"', '1starts_with_digit', 'x'.repeat(64)])(
+    'rejects %p naming the option',
+    (name) => {
+      expect(() => assertTableName('tableName', name)).toThrow(/tableName must be a plain SQL identifier/);
+    },
+  );
+});
