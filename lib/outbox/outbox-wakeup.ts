@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import { OutboxDialect } from '../dialects/outbox-dialect';
 import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
@@ -17,7 +17,7 @@ type RunnerData = Record<symbol, boolean>;
  * process, because notifying commits are serialised by PostgreSQL. Polling stays the backstop.
  */
 @Injectable()
-export class OutboxWakeup implements EntitySubscriberInterface, OnApplicationShutdown {
+export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicationShutdown {
   private readonly logger = new Logger(OutboxWakeup.name);
   private readonly listeners = new Set<() => void>();
   private lastNotifyAt = 0;
@@ -66,6 +66,8 @@ export class OutboxWakeup implements EntitySubscriberInterface, OnApplicationShu
         () => this.wake(),
         (error) => this.listenLost(error),
       );
+      // Signals sent while nobody listened are lost: look once now.
+      this.wake();
     } catch (error) {
       this.listenLost(error as Error);
     }
@@ -85,7 +87,8 @@ export class OutboxWakeup implements EntitySubscriberInterface, OnApplicationShu
     if (this.take(event.queryRunner, NOTIFIED)) this.lastNotifyAt = 0;
   }
 
-  async onApplicationShutdown(): Promise<void> {
+  /** Before TypeORM closes its pool, so the listening connection is given back, not broken. */
+  async beforeApplicationShutdown(): Promise<void> {
     this.closed = true;
     clearTimeout(this.relistenTimer);
     const index = this.dataSource.subscribers.indexOf(this);
@@ -105,5 +108,6 @@ export class OutboxWakeup implements EntitySubscriberInterface, OnApplicationShu
     if (this.closed) return;
     this.logger.warn(`Lost the wake-up listener (${error.message}); polling continues, retrying in ${RELISTEN_DELAY_MS} ms`);
     this.relistenTimer = setTimeout(() => void this.startListening(), RELISTEN_DELAY_MS);
+    this.relistenTimer.unref();
   }
 }

@@ -90,7 +90,12 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
     // In-flight sends finish (each bounded by sendTimeoutMs) and settle; whatever is still
     // claimed after that is given back so another instance can send it at once.
     const grace = this.options.sendTimeoutMs + SHUTDOWN_GRACE_MS;
-    if (this.run) await Promise.race([this.run, sleep(grace)]);
+    if (this.run) {
+      // The grace timer is cancelled once the run ends, or it would hold the process open.
+      const graceOver = new AbortController();
+      await Promise.race([this.run, sleep(grace, undefined, { signal: graceOver.signal }).catch(() => undefined)]);
+      graceOver.abort();
+    }
     const leftovers = [...this.inFlight.values()].flat();
     if (leftovers.length > 0) {
       const released = await this.dialect.release(this.dataSource, leftovers).catch(() => 0);

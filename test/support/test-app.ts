@@ -52,10 +52,15 @@ export interface TestAppOptions {
   amqpUrl?: string;
   postgresUrl?: string;
   providers?: Provider[];
-  /** golevelup keeps connections in a process-wide registry by name. */
+  /**
+   * golevelup keeps connections in a process-wide registry by name, and a second app's
+   * connection of the same name would replace (and orphan) the first's; each app gets its own.
+   */
   connectionName?: string;
   logger?: false | ('error' | 'warn' | 'log')[];
 }
+
+let appCount = 0;
 
 /** A Nest application wired exactly as the README tells users to wire it. */
 export async function createTestApp(options: TestAppOptions): Promise<INestApplicationContext> {
@@ -81,7 +86,7 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
       TypeOrmModule.forFeature([TestOrder]),
       ScheduleModule.forRoot(),
       RabbitMQModule.forRoot({
-        name: options.connectionName ?? 'default',
+        name: options.connectionName ?? `test-app-${++appCount}`,
         uri: options.amqpUrl ?? AMQP_URL,
         connectionInitOptions: { wait: false },
       }),

@@ -1,0 +1,53 @@
+import { INestApplicationContext } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { OutboxService } from '../../lib';
+import { freshSchema, statusCounts } from '../support/database';
+import { assertExchange, QueueProbe } from '../support/queue-probe';
+import { createTestApp } from '../support/test-app';
+import { waitUntil } from '../support/wait';
+
+const SCHEMA = 'it_graceful_shutdown';
+const EXCHANGE = 'it.graceful-shutdown';
+const MESSAGES = 2_000;
+
+describe('Graceful shutdown', () => {
+  let probe: QueueProbe;
+
+  beforeAll(async () => {
+    await freshSchema(SCHEMA);
+    await assertExchange(EXCHANGE);
+    probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
+  });
+
+  afterAll(() => probe.close());
+
+  it('leaves no row PROCESSING when the app closes mid-dispatch, and loses nothing', async () => {
+    const writer = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false } });
+    const published: string[] = [];
+    await writer.get(DataSource).transaction(async (manager) => {
+      for (let n = 0; n < MESSAGES; n++) {
+        const message = { type: 'shutdown.test', exchange: EXCHANGE, routingKey: 'x', payload: { n } };
+        published.push((await writer.get(OutboxService).publish(message, { manager })).messageId);
+      }
+    });
+    await writer.close();
+
+    let app: INestApplicationContext = await createTestApp({ schema: SCHEMA, outbox: { batchSize: 50, dispatchConcurrency: 2 } });
+    await waitUntil(() => probe.messages.length > 0, 'the first messages arrive');
+    await app.close();
+    const afterClose = await statusCounts(SCHEMA);
+    expect(afterClose.PROCESSING).toBeUndefined();
+    expect(afterClose.DONE).toBeGreaterThan(0);
+    // The premise: the app closed while messages were still waiting.
+    expect(afterClose.DONE).toBeLessThan(MESSAGES);
+
+    app = await createTestApp({ schema: SCHEMA, outbox: { pollIntervalMs: 100 } });
+    try {
+      await waitUntil(async () => (await statusCounts(SCHEMA)).DONE === MESSAGES, 'every message is DONE', 30_000);
+      await probe.waitFor(MESSAGES);
+      expect(new Set(probe.messageIds)).toEqual(new Set(published));
+    } finally {
+      await app.close();
+    }
+  });
+});
