@@ -2,11 +2,12 @@ import { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { MessageStatus } from '../message/message-status';
 import { NewOutboxRow } from '../message/validate-message';
-import { ClaimedMessage, ClaimRef, ExpiredClaim, FailedSettlement, OutboxDialect, OutboxHealthCounts } from './outbox-dialect';
+import { ClaimedMessage, OutboxDialect } from './outbox-dialect';
+import { compareIds, PG_CLAIMABLE, PostgresStateTable } from './postgres-state-table';
 import { execute } from './sql-executor';
 
-const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
-const CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
+const { PENDING, PROCESSING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
+const CLAIMABLE = PG_CLAIMABLE;
 /** Never sent: a reverted business event may abandon them. */
 const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
 
@@ -25,12 +26,14 @@ interface ClaimedRow {
 }
 
 /**
- * PostgreSQL: single-statement claims with `FOR UPDATE SKIP LOCKED`, batch settles through
- * `unnest` (one statement per outcome per batch), and NOTIFY wake-ups.
+ * PostgreSQL outbox: single-statement claims with `FOR UPDATE SKIP LOCKED`, inserts that are
+ * no-ops for duplicates, and NOTIFY wake-ups. Settles come from the shared state table.
  */
-export class PostgresOutboxDialect implements OutboxDialect {
+export class PostgresOutboxDialect extends PostgresStateTable implements OutboxDialect {
   /** @param table the schema-qualified, quoted table name */
-  constructor(private readonly table: string) {}
+  constructor(table: string) {
+    super(table, 'outbox');
+  }
 
   async insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean> {
     const result = await execute(
@@ -86,55 +89,8 @@ export class PostgresOutboxDialect implements OutboxDialect {
       .sort((a, b) => compareIds(a.id, b.id));
   }
 
-  async settleDone(dataSource: DataSource, claims: ClaimRef[]): Promise<number> {
-    if (claims.length === 0) return 0;
-    const result = await execute(
-      dataSource,
-      `UPDATE ${this.table} AS t SET status = '${DONE}', processed_at = now(), claim_token = NULL, last_error = NULL
-       FROM unnest($1::bigint[], $2::uuid[]) AS s(id, token)
-       WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
-       RETURNING t.id`,
-      [claims.map((c) => c.id), claims.map((c) => c.claimToken)],
-    );
-    return result.records.length;
-  }
 
-  async settleFailed(dataSource: DataSource, settlements: FailedSettlement[]): Promise<number> {
-    if (settlements.length === 0) return 0;
-    const result = await execute(
-      dataSource,
-      `UPDATE ${this.table} AS t
-       SET status = s.status, attempts = t.attempts + 1, last_error = s.error,
-           next_attempt_at = now() + s.delay_ms * interval '1 millisecond',
-           claim_token = NULL, claimed_at = NULL, claimed_by = NULL
-       FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[]) AS s(id, token, status, delay_ms, error)
-       WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
-       RETURNING t.id`,
-      [
-        settlements.map((s) => s.id),
-        settlements.map((s) => s.claimToken),
-        settlements.map((s) => s.status),
-        settlements.map((s) => s.delayMs),
-        settlements.map((s) => s.error),
-      ],
-    );
-    return result.records.length;
-  }
 
-  async release(dataSource: DataSource, claims: ClaimRef[]): Promise<number> {
-    if (claims.length === 0) return 0;
-    const result = await execute(
-      dataSource,
-      `UPDATE ${this.table} AS t
-       SET status = CASE WHEN t.attempts = 0 THEN '${PENDING}' ELSE '${FAILED}' END,
-           next_attempt_at = now(), claim_token = NULL, claimed_at = NULL, claimed_by = NULL
-       FROM unnest($1::bigint[], $2::uuid[]) AS s(id, token)
-       WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
-       RETURNING t.id`,
-      [claims.map((c) => c.id), claims.map((c) => c.claimToken)],
-    );
-    return result.records.length;
-  }
 
   async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
     const result = await execute(
@@ -147,35 +103,7 @@ export class PostgresOutboxDialect implements OutboxDialect {
     return result.records.length;
   }
 
-  async findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]> {
-    const result = await execute(
-      dataSource,
-      `SELECT id, claim_token, attempts, max_attempts, claimed_by FROM ${this.table}
-       WHERE status = '${PROCESSING}' AND claimed_at < now() - $1 * interval '1 millisecond'
-       ORDER BY claimed_at LIMIT $2`,
-      [olderThanMs, limit],
-    );
-    return result.records.map((r) => ({
-      id: r.id,
-      claimToken: r.claim_token,
-      attempts: r.attempts,
-      maxAttempts: r.max_attempts,
-      claimedBy: r.claimed_by,
-    }));
-  }
 
-  async healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<OutboxHealthCounts> {
-    const result = await execute(
-      dataSource,
-      `SELECT
-         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE}) AS backlog,
-         (SELECT count(*) FROM ${this.table}
-          WHERE status = '${PROCESSING}' AND claimed_at < now() - $1 * interval '1 millisecond') AS stale`,
-      [staleAfterMs],
-    );
-    const row = result.records[0];
-    return { backlog: Number(row.backlog), staleProcessing: Number(row.stale) };
-  }
 
   async notifyPublished(manager: EntityManager, channel: string): Promise<void> {
     await execute(manager, `SELECT pg_notify($1, '')`, [channel]);
@@ -231,7 +159,3 @@ interface PgClient {
   removeListener(event: string, listener: (...args: any[]) => void): void;
 }
 
-/** Orders bigint ids given as strings without losing precision. */
-function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
-}

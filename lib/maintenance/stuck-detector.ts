@@ -5,7 +5,7 @@ import { OutboxDialect } from '../dialects/outbox-dialect';
 import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
-import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../outbox/settlement';
+import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
 import { describeError } from '../retry/error-classifier';
 
 const CHECK_INTERVAL_NAME = 'nestjs-outbox:stuck-detector';

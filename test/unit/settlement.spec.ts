@@ -1,6 +1,6 @@
 import { MessageStatus, NonRetryableError } from '../../lib';
 import { ClaimedMessage } from '../../lib/dialects/outbox-dialect';
-import { failedSettlement, settleBatch } from '../../lib/outbox/settlement';
+import { failedSettlement, settleBatch } from '../../lib/engine/settlement';
 
 const policy = { backoff: { baseMs: 100, maxMs: 10_000, jitter: 0 }, lastErrorMaxLength: 200 };
 const claim = (attempts: number, maxAttempts = 5) => ({ id: '1', claimToken: 't', attempts, maxAttempts });

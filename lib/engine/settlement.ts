@@ -1,4 +1,4 @@
-import { ClaimedMessage, ClaimRef, FailedSettlement } from '../dialects/outbox-dialect';
+import { AttemptedClaim, ClaimRef, FailedSettlement } from './state-table';
 import { MessageStatus } from '../message/message-status';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
@@ -31,7 +31,7 @@ export interface BatchSettlement {
  * error is fatal or this was the last allowed attempt.
  */
 export function failedSettlement(
-  claim: ClaimRef & { attempts: number; maxAttempts: number },
+  claim: AttemptedClaim,
   error: unknown,
   policy: FailurePolicy,
 ): FailedSettlement {
@@ -48,8 +48,8 @@ export function failedSettlement(
 }
 
 /** Sorts a batch's send results into DONE and failed settlements. */
-export function settleBatch(
-  claimed: ClaimedMessage[],
+export function settleBatch<T extends AttemptedClaim>(
+  claimed: T[],
   results: PromiseSettledResult<unknown>[],
   policy: FailurePolicy,
 ): BatchSettlement {

@@ -1,0 +1,56 @@
+import { DataSource } from 'typeorm';
+import { MessageStatus } from '../message/message-status';
+import { SqlTarget } from '../dialects/sql-executor';
+
+/** A claim to settle; the token fences it against a claimant that was reclaimed meanwhile. */
+export interface ClaimRef {
+  id: string;
+  claimToken: string;
+}
+
+/** A claimed row with what the failure policy needs. */
+export interface AttemptedClaim extends ClaimRef {
+  attempts: number;
+  maxAttempts: number;
+}
+
+/** A failed attempt's settlement. */
+export interface FailedSettlement extends ClaimRef {
+  status: MessageStatus.FAILED | MessageStatus.MANUAL_REQUIRED;
+  /** Delay before the next attempt, added to the database's clock. */
+  delayMs: number;
+  error: string;
+}
+
+/** A PROCESSING row whose claim is older than the reclaim threshold. */
+export interface ExpiredClaim extends AttemptedClaim {
+  claimedBy: string | null;
+}
+
+/** Counts the stuck detector reports. */
+export interface HealthCounts {
+  backlog: number;
+  staleProcessing: number;
+}
+
+/**
+ * The state machine shared by the outbox and inbox tables: every transition after a claim is
+ * fenced by the claim token, and every time comes from the database's clock. One implementation
+ * per database; the outbox and inbox dialects extend it with their own inserts and claims.
+ */
+export interface StateTable {
+  /** Name for logs. */
+  readonly label: string;
+  /** Marks claims DONE (in `target`'s transaction when given one); returns how many were still held. */
+  settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number>;
+  /** Records failed attempts (attempts + 1); returns how many were still held by their token. */
+  settleFailed(target: SqlTarget, settlements: FailedSettlement[]): Promise<number>;
+  /** Gives claims back unattempted (graceful shutdown); returns how many were still held. */
+  release(dataSource: DataSource, claims: ClaimRef[]): Promise<number>;
+  /** PROCESSING rows claimed more than `olderThanMs` ago, oldest first. */
+  findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]>;
+  /** Backlog of claimable rows, and PROCESSING rows claimed more than `staleAfterMs` ago. */
+  healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts>;
+  /** Deletes up to `limit` DONE/ABANDONED rows finished more than `olderThanMs` ago; returns how many. */
+  deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number>;
+}
