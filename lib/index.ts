@@ -21,8 +21,16 @@ export { createOutboxMessageEntity, OutboxMessageEntity } from './entities/outbo
 export type { OutboxMessageRecord } from './entities/outbox-message.entity';
 export { createOutboxTableMigration, OUTBOX_MIGRATIONS } from './migrations/create-outbox-table.migration';
 export type { MigrationClass } from './migrations/create-outbox-table.migration';
+export { InboxHandler } from './inbox/inbox-handler.decorator';
+export type { InboxHandlerOptions, InboxMode } from './inbox/inbox-handler-options';
+export { InboxWorker } from './inbox/inbox.worker';
+export { Retention } from './maintenance/retention';
+export { createInboxMessageEntity, InboxMessageEntity } from './entities/inbox-message.entity';
+export type { InboxMessageRecord } from './entities/inbox-message.entity';
+export { createInboxTableMigration } from './migrations/create-inbox-table.migration';
 export * from './errors';
 
+import { InboxMessageEntity } from './entities/inbox-message.entity';
 import { OutboxMessageEntity } from './entities/outbox-message.entity';
-/** The library's entities for the default table names, for apps that list entities by hand. */
-export const OUTBOX_ENTITIES = [OutboxMessageEntity];
+/** The library's entities (outbox and inbox) for the default table names, for apps that list entities by hand. */
+export const OUTBOX_ENTITIES = [OutboxMessageEntity, InboxMessageEntity];

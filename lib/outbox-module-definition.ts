@@ -1,6 +1,6 @@
 import { ConfigurableModuleBuilder, Type } from '@nestjs/common';
 import { OutboxModuleOptionsInput } from './options/outbox-module-options';
-import { DEFAULT_OUTBOX_TABLE } from './options/table-names';
+import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './options/table-names';
 import { OutboxTransport } from './transport/outbox-transport';
 
 /**
@@ -10,6 +10,8 @@ import { OutboxTransport } from './transport/outbox-transport';
 export interface OutboxModuleStaticOptions {
   /** Outbox table name (a plain SQL identifier). Default `outbox_message`. */
   tableName?: string;
+  /** Inbox table name (a plain SQL identifier). Default `inbox_message`. */
+  inboxTableName?: string;
   /** Name of the TypeORM DataSource holding the outbox (as given to TypeOrmModule.forRoot). */
   dataSourceName?: string;
   /** The transport that sends messages. Default: RabbitMQ through @golevelup/nestjs-rabbitmq. */
@@ -26,7 +28,7 @@ export const {
 } = new ConfigurableModuleBuilder<OutboxModuleOptionsInput>({ moduleName: 'Outbox' })
   .setClassMethodName('forRoot')
   .setExtras<OutboxModuleStaticOptions>(
-    { tableName: DEFAULT_OUTBOX_TABLE, dataSourceName: undefined, transport: undefined, isGlobal: true },
+    { tableName: DEFAULT_OUTBOX_TABLE, inboxTableName: DEFAULT_INBOX_TABLE, dataSourceName: undefined, transport: undefined, isGlobal: true },
     (definition) => definition,
   )
   .build();

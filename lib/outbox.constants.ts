@@ -8,3 +8,5 @@ export const OUTBOX_DIALECT = Symbol('OUTBOX_DIALECT');
 export const OUTBOX_DATA_SOURCE = Symbol('OUTBOX_DATA_SOURCE');
 /** Injection token of the process-unique identity written to `claimed_by`. */
 export const OUTBOX_INSTANCE_ID = Symbol('OUTBOX_INSTANCE_ID');
+/** Injection token of the `InboxDialect` bound to the inbox table. */
+export const INBOX_DIALECT = Symbol('INBOX_DIALECT');

@@ -1,9 +1,16 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { resolveOutboxDialect } from './dialects/resolve-outbox-dialect';
+import { resolveInboxDialect, resolveOutboxDialect } from './dialects/resolve-outbox-dialect';
+import { createInboxMessageEntity } from './entities/inbox-message.entity';
+import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
+import { InboxService } from './inbox/inbox.service';
+import { InboxWakeup } from './inbox/inbox-wakeup';
+import { InboxWorker } from './inbox/inbox.worker';
+import { Retention } from './maintenance/retention';
 import { createOutboxMessageEntity } from './entities/outbox-message.entity';
 import { StuckDetector } from './maintenance/stuck-detector';
 import {
@@ -13,9 +20,9 @@ import {
   OUTBOX_OPTIONS_TYPE,
   OutboxModuleStaticOptions,
 } from './outbox-module-definition';
-import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './options/outbox-module-options';
-import { assertTableName, DEFAULT_OUTBOX_TABLE } from './options/table-names';
+import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './options/table-names';
 import { validateOutboxOptions } from './options/validate-options';
 import { OutboxDispatcher } from './outbox/outbox.dispatcher';
 import { OutboxWakeup } from './outbox/outbox-wakeup';
@@ -23,8 +30,9 @@ import { OutboxService } from './outbox/outbox.service';
 import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 
 /**
- * The transactional outbox: `OutboxService` to publish inside your transactions, a dispatcher
- * that sends committed messages to the broker at least once, and a stuck detector.
+ * The transactional outbox and inbox: `OutboxService` to publish inside your transactions, a
+ * dispatcher that sends committed messages to the broker at least once, `@InboxHandler()` to make
+ * consumers idempotent, a stuck detector and retention.
  *
  * Needs `TypeOrmModule.forRoot()`, `ScheduleModule.forRoot()`, and (for the default transport)
  * `RabbitMQModule.forRoot()` in the application; `ClsModule` with `ClsPluginTransactional`
@@ -34,9 +42,9 @@ import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 export class OutboxModule extends ConfigurableOutboxModule {
   static forRoot(options: typeof OUTBOX_OPTIONS_TYPE = {}): DynamicModule {
     // Static options fail here, where the app's module is declared, before anything connects.
-    const { tableName, dataSourceName, transport, isGlobal, ...runtime } = options;
+    const { tableName, inboxTableName, dataSourceName, transport, isGlobal, ...runtime } = options;
     validateOutboxOptions(runtime);
-    return withOutboxProviders(super.forRoot(options), { tableName, dataSourceName, transport, isGlobal });
+    return withOutboxProviders(super.forRoot(options), { tableName, inboxTableName, dataSourceName, transport, isGlobal });
   }
 
   static forRootAsync(options: typeof OUTBOX_ASYNC_OPTIONS_TYPE): DynamicModule {
@@ -46,7 +54,8 @@ export class OutboxModule extends ConfigurableOutboxModule {
 
 function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleStaticOptions): DynamicModule {
   const tableName = assertTableName('tableName', statics.tableName ?? DEFAULT_OUTBOX_TABLE);
-  const entity = createOutboxMessageEntity(tableName);
+  const inboxTableName = assertTableName('inboxTableName', statics.inboxTableName ?? DEFAULT_INBOX_TABLE);
+  const entities = [createOutboxMessageEntity(tableName), createInboxMessageEntity(inboxTableName)];
   const providers: Provider[] = [
     {
       provide: OUTBOX_OPTIONS,
@@ -60,6 +69,11 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       useFactory: (dataSource: DataSource) => resolveOutboxDialect(dataSource, tableName),
     },
     {
+      provide: INBOX_DIALECT,
+      inject: [OUTBOX_DATA_SOURCE],
+      useFactory: (dataSource: DataSource) => resolveInboxDialect(dataSource, inboxTableName),
+    },
+    {
       provide: OUTBOX_INSTANCE_ID,
       inject: [OUTBOX_OPTIONS],
       // Two applications in one process must not share an identity.
@@ -69,14 +83,19 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     OutboxWakeup,
     OutboxService,
     OutboxDispatcher,
+    InboxWakeup,
+    InboxService,
+    InboxHandlerExplorer,
+    InboxWorker,
     StuckDetector,
+    Retention,
   ];
-  const feature = TypeOrmModule.forFeature([entity], statics.dataSourceName);
+  const feature = TypeOrmModule.forFeature(entities, statics.dataSourceName);
   return {
     ...definition,
     global: statics.isGlobal ?? true,
-    imports: [...(definition.imports ?? []), feature],
+    imports: [...(definition.imports ?? []), DiscoveryModule, feature],
     providers: [...(definition.providers ?? []), ...providers],
-    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, StuckDetector, feature],
+    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, InboxService, InboxWorker, StuckDetector, Retention, feature],
   };
 }

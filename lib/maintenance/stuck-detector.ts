@@ -1,8 +1,11 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { DataSource } from 'typeorm';
+import { InboxDialect } from '../dialects/inbox-dialect';
 import { OutboxDialect } from '../dialects/outbox-dialect';
-import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
+import { StateTable } from '../engine/state-table';
+import { InboxWakeup } from '../inbox/inbox-wakeup';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
@@ -11,7 +14,7 @@ import { describeError } from '../retry/error-classifier';
 const CHECK_INTERVAL_NAME = 'nestjs-outbox:stuck-detector';
 const RECLAIM_PAGE = 500;
 
-/** What one check found and did. */
+/** What one check found and did, summed over the outbox and inbox tables. */
 export interface StuckCheckReport {
   backlog: number;
   staleProcessing: number;
@@ -28,16 +31,23 @@ export interface StuckCheckReport {
 export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(StuckDetector.name);
   private readonly failurePolicy: FailurePolicy;
+  private readonly tables: { table: StateTable; wake: () => void }[];
   private checking?: Promise<StuckCheckReport>;
 
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
-    @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
+    @Inject(OUTBOX_DIALECT) outbox: OutboxDialect,
+    @Inject(INBOX_DIALECT) inbox: InboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
-    private readonly wakeup: OutboxWakeup,
+    outboxWakeup: OutboxWakeup,
+    inboxWakeup: InboxWakeup,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
     this.failurePolicy = failurePolicyFrom(options);
+    this.tables = [
+      { table: outbox, wake: () => outboxWakeup.wake() },
+      { table: inbox, wake: () => inboxWakeup.wake() },
+    ];
   }
 
   onApplicationBootstrap(): void {
@@ -58,28 +68,34 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async runCheck(): Promise<StuckCheckReport> {
-    const counts = await this.dialect.healthCounts(this.dataSource, this.options.stuckWarnAfterMs);
-    if (counts.staleProcessing > 0) {
-      this.logger.warn(`${counts.staleProcessing} message(s) PROCESSING for more than ${this.options.stuckWarnAfterMs} ms`);
+    const report: StuckCheckReport = { backlog: 0, staleProcessing: 0, reclaimed: 0 };
+    for (const { table, wake } of this.tables) {
+      const counts = await table.healthCounts(this.dataSource, this.options.stuckWarnAfterMs);
+      if (counts.staleProcessing > 0) {
+        this.logger.warn(`${counts.staleProcessing} ${table.label} message(s) PROCESSING for more than ${this.options.stuckWarnAfterMs} ms`);
+      }
+      if (counts.backlog > 0) this.logger.log(`${table.label} backlog: ${counts.backlog} message(s) waiting`);
+      const reclaimed = await this.reclaimExpired(table);
+      if (reclaimed > 0) {
+        this.logger.warn(`Reclaimed ${reclaimed} ${table.label} message(s) whose claim expired after ${this.options.stuckReclaimAfterMs} ms`);
+        wake();
+      }
+      report.backlog += counts.backlog;
+      report.staleProcessing += counts.staleProcessing;
+      report.reclaimed += reclaimed;
     }
-    if (counts.backlog > 0) this.logger.log(`Outbox backlog: ${counts.backlog} message(s) waiting to be sent`);
-    const reclaimed = await this.reclaimExpired();
-    if (reclaimed > 0) {
-      this.logger.warn(`Reclaimed ${reclaimed} message(s) whose claim expired after ${this.options.stuckReclaimAfterMs} ms`);
-      this.wakeup.wake();
-    }
-    return { ...counts, reclaimed };
+    return report;
   }
 
-  private async reclaimExpired(): Promise<number> {
+  private async reclaimExpired(table: StateTable): Promise<number> {
     let reclaimed = 0;
     for (;;) {
-      const expired = await this.dialect.findExpiredClaims(this.dataSource, this.options.stuckReclaimAfterMs, RECLAIM_PAGE);
+      const expired = await table.findExpiredClaims(this.dataSource, this.options.stuckReclaimAfterMs, RECLAIM_PAGE);
       if (expired.length === 0) return reclaimed;
       const settlements = expired.map((claim) =>
         failedSettlement(claim, new Error(`claim by ${claim.claimedBy ?? 'unknown'} expired after ${this.options.stuckReclaimAfterMs} ms without a settle`), this.failurePolicy),
       );
-      const changed = await this.dialect.settleFailed(this.dataSource, settlements);
+      const changed = await table.settleFailed(this.dataSource, settlements);
       reclaimed += changed;
       if (expired.length < RECLAIM_PAGE) return reclaimed;
     }

@@ -1,10 +1,10 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import { outboxIndexNames } from '../entities/outbox-message.entity';
-import { OutboxError } from '../errors';
 import { assertTableName, DEFAULT_OUTBOX_TABLE } from '../options/table-names';
+import { createInboxTableMigration } from './create-inbox-table.migration';
+import { assertPostgres, MigrationClass, quotedTable } from './migration-helpers';
 
-/** A migration class, as TypeORM's `migrations` option takes it. */
-export type MigrationClass = new () => MigrationInterface;
+export type { MigrationClass } from './migration-helpers';
 
 /**
  * Builds the migration that creates the outbox table with its indexes, equivalent to what
@@ -17,10 +17,8 @@ export function createOutboxTableMigration(tableName: string = DEFAULT_OUTBOX_TA
     name = `CreateOutboxTable_${table}${timestamp}`;
 
     async up(runner: QueryRunner): Promise<void> {
-      if (runner.connection.driver.options.type !== 'postgres') {
-        throw new OutboxError(`No outbox migration for driver "${runner.connection.driver.options.type}" yet`);
-      }
-      const t = quoted(runner, table);
+      assertPostgres(runner);
+      const t = quotedTable(runner, table);
       await runner.query(`
         CREATE TABLE ${t} (
           "id" BIGSERIAL NOT NULL,
@@ -55,16 +53,11 @@ export function createOutboxTableMigration(tableName: string = DEFAULT_OUTBOX_TA
     }
 
     async down(runner: QueryRunner): Promise<void> {
-      await runner.query(`DROP TABLE ${quoted(runner, table)}`);
+      await runner.query(`DROP TABLE ${quotedTable(runner, table)}`);
     }
   };
 }
 
-function quoted(runner: QueryRunner, table: string): string {
-  const schema = (runner.connection.driver.options as { schema?: string }).schema;
-  const escape = (name: string) => runner.connection.driver.escape(name);
-  return schema ? `${escape(schema)}.${escape(table)}` : escape(table);
-}
 
-/** The outbox migrations for the default table name. */
-export const OUTBOX_MIGRATIONS: MigrationClass[] = [createOutboxTableMigration()];
+/** The migrations of the outbox and inbox tables, for the default table names. */
+export const OUTBOX_MIGRATIONS: MigrationClass[] = [createOutboxTableMigration(), createInboxTableMigration()];

@@ -74,6 +74,29 @@ export class OutboxModuleOptions {
   @IsInt() @Min(100) @Max(10_000)
   lastErrorMaxLength = 2_000;
 
+  /** Deferred inbox rows claimed per batch (each runs its handler in its own transaction). */
+  @IsInt() @Min(1) @Max(1_000)
+  inboxBatchSize = 20;
+
+  /** Largest message body an inbox handler accepts; larger ones are rejected to MANUAL_REQUIRED. */
+  @IsInt() @Min(1)
+  inboxMaxBodyBytes = 1_048_576;
+
+  /**
+   * DONE and ABANDONED rows (outbox and inbox) older than this are deleted. This is also the
+   * inbox's dedupe window: a duplicate arriving later than this is processed again. 0 keeps all.
+   */
+  @IsInt() @Min(0)
+  retentionMs = 7 * 24 * 3_600_000;
+
+  /** How often retention runs. */
+  @IsInt() @Min(1_000)
+  retentionIntervalMs = 3_600_000;
+
+  /** Rows deleted per retention statement, so no single DELETE holds locks for long. */
+  @IsInt() @Min(1) @Max(100_000)
+  retentionBatchSize = 1_000;
+
   /** Written to `claimed_by`; defaults to host name and process id. */
   @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
   instanceId?: string;

@@ -2,6 +2,8 @@ import { OutboxOptionsError } from '../errors';
 
 /** Default name of the outbox table. */
 export const DEFAULT_OUTBOX_TABLE = 'outbox_message';
+/** Default name of the inbox table. */
+export const DEFAULT_INBOX_TABLE = 'inbox_message';
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 

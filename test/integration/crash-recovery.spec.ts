@@ -198,7 +198,7 @@ describe('Crash recovery (PostgreSQL + RabbitMQ, real processes)', () => {
 
 /** Sums what the StuckDetector logged as reclaimed. */
 function reclaimedAccordingToLog(child: ChildApp): number {
-  return [...child.stdout.matchAll(/Reclaimed (\d+) message\(s\) whose claim expired/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  return [...child.stdout.matchAll(/Reclaimed (\d+) outbox message\(s\) whose claim expired/g)].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 function duplicatesOf(ids: string[]): string[] {

@@ -1,16 +1,16 @@
 import { DataSource } from 'typeorm';
-import { createOutboxMessageEntity, createOutboxTableMigration, OUTBOX_MIGRATIONS } from '../../lib';
+import { createInboxMessageEntity, createInboxTableMigration, createOutboxMessageEntity, createOutboxTableMigration, OUTBOX_MIGRATIONS } from '../../lib';
 import { freshSchema, sql } from '../support/database';
 import { POSTGRES_URL } from '../support/environment';
 
 const SCHEMA = 'it_schema_migration';
 
-async function pendingSchemaChanges(tableName: string, migrations: Function[]): Promise<string[]> {
+async function pendingSchemaChanges(tableName: string, inboxTableName: string, migrations: Function[]): Promise<string[]> {
   const dataSource = new DataSource({
     type: 'postgres',
     url: POSTGRES_URL,
     schema: SCHEMA,
-    entities: [createOutboxMessageEntity(tableName)],
+    entities: [createOutboxMessageEntity(tableName), createInboxMessageEntity(inboxTableName)],
     migrations,
     migrationsTableName: `migrations_${tableName}`,
   });
@@ -27,12 +27,13 @@ async function pendingSchemaChanges(tableName: string, migrations: Function[]): 
 describe('Outbox table migration (PostgreSQL)', () => {
   beforeAll(() => freshSchema(SCHEMA));
 
-  it('creates exactly the table that the entity describes', async () => {
-    expect(await pendingSchemaChanges('outbox_message', OUTBOX_MIGRATIONS)).toEqual([]);
+  it('creates exactly the outbox and inbox tables that the entities describe', async () => {
+    expect(await pendingSchemaChanges('outbox_message', 'inbox_message', OUTBOX_MIGRATIONS)).toEqual([]);
   });
 
   it('creates a custom-named table with its own index names', async () => {
-    expect(await pendingSchemaChanges('billing_outbox', [createOutboxTableMigration('billing_outbox')])).toEqual([]);
+    const migrations = [createOutboxTableMigration('billing_outbox'), createInboxTableMigration('billing_inbox')];
+    expect(await pendingSchemaChanges('billing_outbox', 'billing_inbox', migrations)).toEqual([]);
     const indexes = await sql(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'billing_outbox' ORDER BY indexname`, [SCHEMA]);
     expect(indexes.map((i) => i.indexname)).toEqual([
       'IDX_billing_outbox_claimable',

@@ -1,0 +1,109 @@
+import { DataSource, EntityManager } from 'typeorm';
+import { MessageStatus } from '../message/message-status';
+import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from './inbox-dialect';
+import { compareIds, PG_CLAIMABLE, PostgresStateTable } from './postgres-state-table';
+import { execute } from './sql-executor';
+
+const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
+const UNIQUE_VIOLATION = '23505';
+
+const COLUMNS = 'consumer, message_id, message_type, biz_key, exchange, routing_key, payload, headers, max_attempts';
+const VALUES = '$1, $2, $3, $4, $5, $6, $7, $8, $9';
+const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
+
+/** PostgreSQL inbox: dedupe through unique keys and `ON CONFLICT`, claims with SKIP LOCKED. */
+export class PostgresInboxDialect extends PostgresStateTable implements InboxDialect {
+  constructor(table: string) {
+    super(table, 'inbox');
+  }
+
+  async acquire(manager: EntityManager, row: InboxRow): Promise<InboxAcquisition> {
+    const inserted = await execute(
+      manager,
+      `INSERT INTO ${this.table} (${COLUMNS}, status, processed_at) VALUES (${VALUES}, '${DONE}', now())
+       ON CONFLICT DO NOTHING RETURNING id`,
+      params(row),
+    );
+    if (inserted.records.length === 1) return { kind: 'process', id: inserted.records[0].id };
+    // The row exists (committed: ON CONFLICT waited for any writer). Lock it so that a
+    // concurrent redelivery after failed attempts is processed by one transaction only.
+    const existing = await execute(
+      manager,
+      `SELECT id, status FROM ${this.table}
+       WHERE consumer = $1 AND (message_id = $2 OR (biz_key = $3 AND message_type IS NOT DISTINCT FROM $4))
+       ORDER BY id LIMIT 1 FOR UPDATE`,
+      [row.consumer, row.messageId, row.bizKey, row.type],
+    );
+    const found = existing.records[0] as { id: string; status: MessageStatus } | undefined;
+    if (!found) return { kind: 'duplicate', status: DONE };
+    if (found.status !== FAILED) return { kind: 'duplicate', status: found.status };
+    await execute(
+      manager,
+      `UPDATE ${this.table} SET status = '${DONE}', processed_at = now() WHERE id = $1`,
+      [found.id],
+    );
+    return { kind: 'process', id: found.id };
+  }
+
+  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<MessageStatus | undefined> {
+    try {
+      const result = await execute(
+        dataSource,
+        `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
+         VALUES (${VALUES}, CASE WHEN $10 OR $9 <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, $11)
+         ON CONFLICT (consumer, message_id) DO UPDATE
+           SET attempts = t.attempts + 1, last_error = EXCLUDED.last_error,
+               status = CASE WHEN $10 OR t.attempts + 1 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
+           WHERE t.status = '${FAILED}'
+         RETURNING status`,
+        [...params(row), fatal, error],
+      );
+      return result.records[0]?.status;
+    } catch (err) {
+      // Another row holds the same (consumer, bizKey, type): this delivery is a duplicate of it.
+      const code = (err as { code?: string; driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code;
+      if (code === UNIQUE_VIOLATION) return undefined;
+      throw err;
+    }
+  }
+
+  async insertPending(dataSource: DataSource, row: InboxRow): Promise<boolean> {
+    const result = await execute(
+      dataSource,
+      `INSERT INTO ${this.table} (${COLUMNS}, status) VALUES (${VALUES}, '${PENDING}')
+       ON CONFLICT DO NOTHING RETURNING id`,
+      params(row),
+    );
+    return result.records.length === 1;
+  }
+
+  async claim(dataSource: DataSource, consumers: string[], limit: number, claimToken: string, claimedBy: string): Promise<ClaimedInboxMessage[]> {
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = $1, claimed_at = now(), claimed_by = $2
+       WHERE id IN (
+         SELECT id FROM ${this.table}
+         WHERE ${PG_CLAIMABLE} AND next_attempt_at <= now() AND consumer = ANY($4)
+         ORDER BY id LIMIT $3
+         FOR UPDATE SKIP LOCKED)
+       RETURNING id, claim_token, consumer, message_id, message_type, exchange, routing_key, payload,
+                 headers::text AS headers, attempts, max_attempts`,
+      [claimToken, claimedBy, limit, consumers],
+    );
+    return result.records
+      .map((r) => ({
+        id: r.id,
+        claimToken: r.claim_token,
+        consumer: r.consumer,
+        messageId: r.message_id,
+        type: r.message_type,
+        exchange: r.exchange,
+        routingKey: r.routing_key,
+        payload: r.payload,
+        headers: JSON.parse(r.headers) as Record<string, unknown>,
+        attempts: r.attempts,
+        maxAttempts: r.max_attempts,
+      }))
+      .sort((a, b) => compareIds(a.id, b.id));
+  }
+}

@@ -1,0 +1,94 @@
+import { EntitySchema } from 'typeorm';
+import { MessageStatus } from '../message/message-status';
+import { DEFAULT_INBOX_TABLE } from '../options/table-names';
+
+/** A row of the inbox table: one delivery of one message to one consumer. */
+export interface InboxMessageRecord {
+  id: string;
+  consumer: string;
+  messageId: string;
+  messageType: string | null;
+  bizKey: string | null;
+  exchange: string;
+  routingKey: string;
+  /** The body exactly as received (text), so even a malformed one is kept for an operator. */
+  payload: string;
+  headers: Record<string, unknown>;
+  status: MessageStatus;
+  attempts: number;
+  maxAttempts: number;
+  nextAttemptAt: Date;
+  claimedAt: Date | null;
+  claimToken: string | null;
+  claimedBy: string | null;
+  lastError: string | null;
+  createdAt: Date;
+  processedAt: Date | null;
+}
+
+/** Names of the inbox table's constraints and indexes, shared by the entity and the migration. */
+export function inboxIndexNames(table: string) {
+  return {
+    primaryKey: `PK_${table}`,
+    consumerMessageId: `UQ_${table}_consumer_message_id`,
+    consumerBizKey: `UQ_${table}_consumer_biz_key`,
+    claimable: `IDX_${table}_claimable`,
+    processing: `IDX_${table}_processing`,
+  };
+}
+
+const entitiesByTable = new Map<string, EntitySchema<InboxMessageRecord>>();
+
+/**
+ * The inbox table's entity, one instance per table name (see `createOutboxMessageEntity`).
+ * Dedupe is per consumer: `(consumer, message_id)` and `(consumer, biz_key, message_type)` are
+ * unique. Indexes serving claims are partial, as in the outbox.
+ */
+export function createInboxMessageEntity(tableName: string = DEFAULT_INBOX_TABLE): EntitySchema<InboxMessageRecord> {
+  let entity = entitiesByTable.get(tableName);
+  if (!entity) {
+    entity = buildEntity(tableName);
+    entitiesByTable.set(tableName, entity);
+  }
+  return entity;
+}
+
+function buildEntity(tableName: string): EntitySchema<InboxMessageRecord> {
+  const names = inboxIndexNames(tableName);
+  return new EntitySchema<InboxMessageRecord>({
+    name: tableName === DEFAULT_INBOX_TABLE ? 'InboxMessage' : `InboxMessage_${tableName}`,
+    tableName,
+    columns: {
+      id: { type: 'bigint', primary: true, generated: 'increment', primaryKeyConstraintName: names.primaryKey },
+      consumer: { type: 'varchar', length: 200 },
+      messageId: { name: 'message_id', type: 'varchar', length: 255 },
+      messageType: { name: 'message_type', type: 'varchar', length: 255, nullable: true },
+      bizKey: { name: 'biz_key', type: 'varchar', length: 255, nullable: true },
+      exchange: { type: 'varchar', length: 255 },
+      routingKey: { name: 'routing_key', type: 'varchar', length: 255 },
+      payload: { type: 'text' },
+      headers: { type: 'json' },
+      status: { type: 'varchar', length: 20 },
+      attempts: { type: 'int', default: 0 },
+      maxAttempts: { name: 'max_attempts', type: 'int' },
+      nextAttemptAt: { name: 'next_attempt_at', type: 'timestamptz', default: () => 'now()' },
+      claimedAt: { name: 'claimed_at', type: 'timestamptz', nullable: true },
+      claimToken: { name: 'claim_token', type: 'uuid', nullable: true },
+      claimedBy: { name: 'claimed_by', type: 'varchar', length: 200, nullable: true },
+      lastError: { name: 'last_error', type: 'text', nullable: true },
+      createdAt: { name: 'created_at', type: 'timestamptz', default: () => 'now()' },
+      processedAt: { name: 'processed_at', type: 'timestamptz', nullable: true },
+    },
+    uniques: [
+      { name: names.consumerMessageId, columns: ['consumer', 'messageId'] },
+      { name: names.consumerBizKey, columns: ['consumer', 'bizKey', 'messageType'] },
+    ],
+    indices: [
+      { name: names.claimable, columns: ['id'], where: `status IN ('PENDING', 'FAILED')` },
+      { name: names.processing, columns: ['claimedAt'], where: `status = 'PROCESSING'` },
+    ],
+  });
+}
+
+/** The entity for the default table name. */
+export const InboxMessageEntity = createInboxMessageEntity();

@@ -1,0 +1,44 @@
+import type { ConsumeMessage } from 'amqplib';
+
+/** How an `@InboxHandler()` processes deliveries. */
+export type InboxMode = 'transactional' | 'deferred';
+
+/** Options of `@InboxHandler()`. */
+export interface InboxHandlerOptions {
+  /**
+   * Dedupe scope: two consumers of one event both process it once. Default `ClassName.method`.
+   * Must be unique in the application.
+   */
+  consumer?: string;
+  /**
+   * `transactional` (default): the inbox mark, the handler's writes and the messages it
+   * publishes commit in one transaction, then the delivery is acknowledged.
+   * `deferred`: the delivery is stored PENDING and acknowledged at once; a worker runs the
+   * handler later with retries, backoff and stuck-claim recovery.
+   */
+  mode?: InboxMode;
+  /**
+   * Extracts the business key (the fact plus event kind, e.g. `order-42:paid`) for a second
+   * dedupe layer, `(consumer, type, bizKey)`, that also catches a producer resending the same
+   * fact under a new message id.
+   */
+  bizKey?: (payload: any, message: ConsumeMessage) => string | undefined;
+  /**
+   * Opt-in protection for producers that set no `messageId`: dedupe on a SHA-256 of the body.
+   * Without it (and without a `bizKey`) such a message is rejected as unprotectable.
+   */
+  messageIdFallback?: 'content-hash';
+  /** Failed attempts before the delivery goes to MANUAL_REQUIRED. Default: the module's `maxAttempts`. */
+  maxAttempts?: number;
+}
+
+/** An `@InboxHandler()` as resolved at start-up. */
+export interface InboxHandlerDefinition {
+  consumer: string;
+  mode: InboxMode;
+  bizKey?: InboxHandlerOptions['bizKey'];
+  messageIdFallback?: 'content-hash';
+  maxAttempts: number;
+  /** Calls the business method itself (deferred mode), bypassing the interceptor. */
+  invoke(payload: unknown, message: ConsumeMessage, headers: Record<string, unknown> | undefined): Promise<unknown>;
+}

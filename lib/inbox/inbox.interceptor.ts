@@ -1,0 +1,26 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import type { ConsumeMessage } from 'amqplib';
+import { from, lastValueFrom, Observable } from 'rxjs';
+import { OutboxError } from '../errors';
+import { INBOX_HANDLER_DEFINITION } from './inbox.constants';
+import { InboxHandlerDefinition } from './inbox-handler-options';
+import { InboxService } from './inbox.service';
+
+/**
+ * Applied by `@InboxHandler()`. golevelup calls handlers through Nest's context creator, so the
+ * interceptor sees `[payload, ConsumeMessage, headers]` and decides whether the business method
+ * runs at all.
+ */
+@Injectable()
+export class InboxInterceptor implements NestInterceptor {
+  constructor(private readonly inbox: InboxService) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const definition = Reflect.getMetadata(INBOX_HANDLER_DEFINITION, context.getHandler()) as InboxHandlerDefinition | undefined;
+    if (!definition) {
+      throw new OutboxError(`@InboxHandler on ${context.getClass().name} was not set up at start-up; is OutboxModule imported?`);
+    }
+    const [payload, message] = context.getArgs() as [unknown, ConsumeMessage];
+    return from(this.inbox.receive(definition, payload, message, () => lastValueFrom(next.handle(), { defaultValue: undefined })));
+  }
+}

@@ -1,0 +1,105 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import type { ConsumeMessage } from 'amqplib';
+import { DataSource } from 'typeorm';
+import { ClaimedInboxMessage, InboxDialect } from '../dialects/inbox-dialect';
+import { ClaimWorker } from '../engine/claim-worker';
+import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { InboxHandlerExplorer } from './inbox-handler.explorer';
+import { InboxWakeup } from './inbox-wakeup';
+
+const POLL_INTERVAL_NAME = 'nestjs-outbox:inbox';
+
+/** The claim was taken over while the handler ran: its effects must not commit. */
+class ClaimLostError extends Error {}
+
+/**
+ * Runs deferred `@InboxHandler()`s: claims stored deliveries with the same claim / settle /
+ * backoff / MANUAL_REQUIRED / stuck-reclaim machinery as the outbox, and runs each handler in a
+ * transaction that also settles its row, fenced by the claim token, so a handler whose claim
+ * was reclaimed meanwhile commits nothing.
+ */
+@Injectable()
+export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(InboxWorker.name);
+  private readonly failurePolicy: FailurePolicy;
+  private worker?: ClaimWorker<ClaimedInboxMessage>;
+
+  constructor(
+    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(INBOX_DIALECT) private readonly dialect: InboxDialect,
+    @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+    @Inject(OUTBOX_INSTANCE_ID) private readonly instanceId: string,
+    private readonly explorer: InboxHandlerExplorer,
+    private readonly wakeup: InboxWakeup,
+    @Optional() private readonly transactionHost?: TransactionHost,
+    @Optional() private readonly scheduler?: SchedulerRegistry,
+  ) {
+    this.failurePolicy = failurePolicyFrom(options);
+  }
+
+  onApplicationBootstrap(): void {
+    const consumers = [...this.explorer.definitions.values()].filter((d) => d.mode === 'deferred').map((d) => d.consumer);
+    if (consumers.length === 0 || !this.options.dispatcherEnabled || !this.scheduler) return;
+    const worker = new ClaimWorker<ClaimedInboxMessage>({
+      dataSource: this.dataSource,
+      table: this.dialect,
+      batchSize: this.options.inboxBatchSize,
+      concurrency: this.options.dispatchConcurrency,
+      claim: (limit, claimToken) => this.dialect.claim(this.dataSource, consumers, limit, claimToken, this.instanceId),
+      process: (batch) => this.processBatch(batch),
+      processTimeoutMs: this.options.stuckReclaimAfterMs,
+      logger: this.logger,
+    });
+    this.worker = worker;
+    this.scheduler.addInterval(POLL_INTERVAL_NAME, setInterval(() => worker.trigger(), this.options.pollIntervalMs));
+    this.wakeup.subscribe(() => worker.trigger());
+    worker.trigger();
+  }
+
+  /** Processes until no due delivery is left. For tests and manual draining. */
+  async drain(): Promise<void> {
+    await this.worker?.drain();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.scheduler?.doesExist('interval', POLL_INTERVAL_NAME)) this.scheduler.deleteInterval(POLL_INTERVAL_NAME);
+    await this.worker?.stop();
+  }
+
+  private async processBatch(batch: ClaimedInboxMessage[]): Promise<void> {
+    for (const row of batch) await this.processOne(row);
+  }
+
+  private async processOne(row: ClaimedInboxMessage): Promise<void> {
+    const definition = this.explorer.definitions.get(row.consumer)!;
+    const txHost = this.transactionHost!;
+    try {
+      await txHost.withTransaction(async () => {
+        await definition.invoke(JSON.parse(row.payload), asConsumeMessage(row), row.headers);
+        if ((await this.dialect.settleDone(txHost.tx as never, [row])) === 0) throw new ClaimLostError();
+      });
+    } catch (error) {
+      if (error instanceof ClaimLostError) {
+        this.logger.warn(`${row.consumer}: the claim on message ${row.messageId} was taken over; its effects were rolled back`);
+        return;
+      }
+      const settlement = failedSettlement(row, error, this.failurePolicy);
+      await this.dialect.settleFailed(this.dataSource, [settlement]);
+      const outcome = settlement.status === 'MANUAL_REQUIRED' ? 'gave up (MANUAL_REQUIRED)' : `retrying in ${settlement.delayMs} ms`;
+      this.logger.warn(`${row.consumer} failed on message ${row.messageId}, ${outcome}: ${settlement.error}`);
+    }
+  }
+}
+
+/** The delivery as the handler would have seen it from the broker, rebuilt from the stored row. */
+function asConsumeMessage(row: ClaimedInboxMessage): ConsumeMessage {
+  return {
+    content: Buffer.from(row.payload),
+    fields: { deliveryTag: 0, redelivered: row.attempts > 0, exchange: row.exchange, routingKey: row.routingKey, consumerTag: '' },
+    properties: { messageId: row.messageId, type: row.type ?? undefined, headers: row.headers } as ConsumeMessage['properties'],
+  } as ConsumeMessage;
+}

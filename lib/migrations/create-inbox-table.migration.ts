@@ -1,0 +1,52 @@
+import { MigrationInterface, QueryRunner } from 'typeorm';
+import { inboxIndexNames } from '../entities/inbox-message.entity';
+import { assertTableName, DEFAULT_INBOX_TABLE } from '../options/table-names';
+import { assertPostgres, MigrationClass, quotedTable } from './migration-helpers';
+
+/**
+ * Builds the migration that creates the inbox table with its indexes, equivalent to what
+ * `synchronize` makes from the entity.
+ */
+export function createInboxTableMigration(tableName: string = DEFAULT_INBOX_TABLE, timestamp = 1764460800001): MigrationClass {
+  const table = assertTableName('inboxTableName', tableName);
+  const names = inboxIndexNames(table);
+  return class CreateInboxTable implements MigrationInterface {
+    name = `CreateInboxTable_${table}${timestamp}`;
+
+    async up(runner: QueryRunner): Promise<void> {
+      assertPostgres(runner);
+      const t = quotedTable(runner, table);
+      await runner.query(`
+        CREATE TABLE ${t} (
+          "id" BIGSERIAL NOT NULL,
+          "consumer" character varying(200) NOT NULL,
+          "message_id" character varying(255) NOT NULL,
+          "message_type" character varying(255),
+          "biz_key" character varying(255),
+          "exchange" character varying(255) NOT NULL,
+          "routing_key" character varying(255) NOT NULL,
+          "payload" text NOT NULL,
+          "headers" json NOT NULL,
+          "status" character varying(20) NOT NULL,
+          "attempts" integer NOT NULL DEFAULT 0,
+          "max_attempts" integer NOT NULL,
+          "next_attempt_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
+          "claimed_at" TIMESTAMP WITH TIME ZONE,
+          "claim_token" uuid,
+          "claimed_by" character varying(200),
+          "last_error" text,
+          "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
+          "processed_at" TIMESTAMP WITH TIME ZONE,
+          CONSTRAINT "${names.consumerMessageId}" UNIQUE ("consumer", "message_id"),
+          CONSTRAINT "${names.consumerBizKey}" UNIQUE ("consumer", "biz_key", "message_type"),
+          CONSTRAINT "${names.primaryKey}" PRIMARY KEY ("id")
+        )`);
+      await runner.query(`CREATE INDEX "${names.claimable}" ON ${t} ("id") WHERE status IN ('PENDING', 'FAILED')`);
+      await runner.query(`CREATE INDEX "${names.processing}" ON ${t} ("claimed_at") WHERE status = 'PROCESSING'`);
+    }
+
+    async down(runner: QueryRunner): Promise<void> {
+      await runner.query(`DROP TABLE ${quotedTable(runner, table)}`);
+    }
+  };
+}
