@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { OutboxModuleOptionsInput } from '../../lib';
 import { sql } from './database';
+import type { InboxFixtureConfig } from './inbox-fixture';
 
 const ROOT = resolve(__dirname, '../..');
 const FIXTURE = resolve(ROOT, 'test/fixtures/dispatcher-process.ts');
@@ -9,6 +10,8 @@ const FIXTURE = resolve(ROOT, 'test/fixtures/dispatcher-process.ts');
 /** What `test/fixtures/dispatcher-process.ts` is started with (JSON, so no functions). */
 export interface DispatcherChildConfig {
   schema: string;
+  /** Adds `@InboxHandler()` consumers (test/support/inbox-fixture.ts). */
+  inbox?: InboxFixtureConfig;
   outbox?: Omit<OutboxModuleOptionsInput, 'isFatalError'>;
   postgresUrl?: string;
   amqpUrl?: string;

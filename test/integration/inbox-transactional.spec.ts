@@ -1,0 +1,172 @@
+import { INestApplicationContext } from '@nestjs/common';
+import { Channel, ChannelModel, connect } from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { freshSchema, sql } from '../support/database';
+import { AMQP_URL } from '../support/environment';
+import { createFixtureTables, InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
+import { QueueProbe } from '../support/queue-probe';
+import { createTestApp } from '../support/test-app';
+import { sleep, waitUntil } from '../support/wait';
+
+const SCHEMA = 'it_inbox_transactional';
+const PREFIX = 'it.inbox-tx';
+
+const config: InboxFixtureConfig = {
+  schema: SCHEMA,
+  exchange: `${PREFIX}.in`,
+  routingKey: 'order.paid',
+  outExchange: `${PREFIX}.out`,
+  deadLetterExchange: `${PREFIX}.dlx`,
+  consumers: [
+    { name: 'inventory', queue: `${PREFIX}.inventory` },
+    { name: 'billing', queue: `${PREFIX}.billing` },
+  ],
+  maxAttempts: 3,
+};
+
+describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
+  let app: INestApplicationContext;
+  let connection: ChannelModel;
+  let channel: Channel;
+  let outgoing: QueueProbe;
+  let dead: QueueProbe;
+
+  beforeAll(async () => {
+    await freshSchema(SCHEMA);
+    connection = await connect(AMQP_URL);
+    channel = await connection.createChannel();
+    await channel.assertExchange(config.exchange, 'topic', { durable: false });
+    await channel.deleteExchange(config.deadLetterExchange);
+    await channel.assertExchange(config.deadLetterExchange, 'topic', { durable: false });
+    for (const { queue } of config.consumers) await channel.deleteQueue(queue);
+    outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
+    dead = await QueueProbe.bind(config.deadLetterExchange, '#', `${PREFIX}.dead`);
+    app = await createTestApp({
+      schema: SCHEMA,
+      outbox: { pollIntervalMs: 50 },
+      providers: inboxFixtureProviders(config),
+    });
+    await createFixtureTables(app.get(DataSource), SCHEMA);
+  });
+
+  afterAll(async () => {
+    await app.close();
+    for (const { queue } of config.consumers) await channel.deleteQueue(queue);
+    await outgoing.close();
+    await dead.close();
+    await connection.close();
+  });
+
+  const deliver = (body: unknown, properties: { messageId?: string; type?: string } = {}) =>
+    channel.publish(config.exchange, config.routingKey, Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body)), {
+      type: 'order.paid',
+      contentType: 'application/json',
+      ...properties,
+    });
+  const effects = (orderId: number) =>
+    sql<{ consumer: string; n: number }>(
+      `SELECT consumer, count(*)::int AS n FROM "${SCHEMA}".test_effect WHERE order_id = $1 GROUP BY consumer ORDER BY consumer`,
+      [orderId],
+    );
+  const inboxRows = (messageId: string) =>
+    sql(`SELECT consumer, status, attempts, last_error, payload FROM "${SCHEMA}".inbox_message WHERE message_id = $1 ORDER BY consumer`, [messageId]);
+  const outgoingFor = (orderId: number) => outgoing.bodies<{ orderId: number; consumer: string }>().filter((b) => b.orderId === orderId);
+
+  it('applies a message delivered 3 times in a row once, and publishes its outgoing messages once', async () => {
+    const messageId = randomUUID();
+    for (let i = 0; i < 3; i++) {
+      deliver({ orderId: 1 }, { messageId });
+      await waitUntil(async () => (await inboxRows(messageId)).length === 2, 'both consumers recorded it');
+    }
+    await waitUntil(() => outgoingFor(1).length >= 4, 'outgoing messages arrive');
+    await sleep(500);
+    expect(await effects(1)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
+    expect(outgoingFor(1)).toHaveLength(4); // two per consumer, once each
+  });
+
+  it('applies a message delivered 3 times at once once per consumer', async () => {
+    const messageId = randomUUID();
+    for (let i = 0; i < 3; i++) deliver({ orderId: 2, holdMs: 200 }, { messageId });
+    await waitUntil(async () => (await inboxRows(messageId)).length === 2, 'both consumers recorded it');
+    await waitUntil(() => outgoingFor(2).length >= 4, 'outgoing messages arrive');
+    await sleep(800);
+    expect(await effects(2)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
+    expect(outgoingFor(2)).toHaveLength(4);
+  });
+
+  it('keeps nothing of a failed attempt: downstream sees the messages of the successful attempt once', async () => {
+    const messageId = randomUUID();
+    deliver({ orderId: 3, failTimes: 1 }, { messageId });
+    await waitUntil(async () => (await inboxRows(messageId)).every((r) => r.status === 'DONE') && (await inboxRows(messageId)).length === 2, 'processed after a retry');
+    await waitUntil(() => outgoingFor(3).length >= 4, 'outgoing messages arrive');
+    await sleep(500);
+    expect(await effects(3)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
+    expect(outgoingFor(3)).toHaveLength(4);
+    expect((await inboxRows(messageId)).map((r) => r.attempts)).toEqual([1, 1]);
+  });
+
+  it('dedupes per consumer: two consumers of one event each process it once', async () => {
+    const messageId = randomUUID();
+    deliver({ orderId: 4 }, { messageId });
+    await waitUntil(async () => (await effects(4)).length === 2, 'both consumers applied it');
+    expect(await effects(4)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
+  });
+
+  it.each([
+    ['invalid JSON', Buffer.from('{"orderId": 5,'), { messageId: randomUUID() }, /not valid JSON/],
+    ['an empty body', Buffer.alloc(0), { messageId: randomUUID() }, /body is empty/],
+    ['no message id', { orderId: 6 }, {}, /no messageId/],
+  ])('dead-letters a message with %s and keeps it as MANUAL_REQUIRED with its error', async (_, body, properties, error) => {
+    const before = dead.messages.length;
+    deliver(body, properties);
+    await waitUntil(() => dead.messages.length >= before + 2, 'both consumers dead-lettered it');
+    const rows = await sql(
+      `SELECT consumer, status, last_error, payload FROM "${SCHEMA}".inbox_message WHERE status = 'MANUAL_REQUIRED' AND last_error ~ $1`,
+      [error.source],
+    );
+    expect(rows.map((r) => r.consumer).sort()).toEqual(['billing', 'inventory']);
+    expect(rows[0].payload).toBe(Buffer.isBuffer(body) ? body.toString() : JSON.stringify(body));
+    // The queue keeps flowing.
+    const next = randomUUID();
+    deliver({ orderId: 100 + before }, { messageId: next });
+    await waitUntil(async () => (await inboxRows(next)).length === 2, 'the next message is processed');
+  });
+
+  it('gives up on an always-failing handler after maxAttempts, without a requeue spin', async () => {
+    const messageId = randomUUID();
+    const before = dead.messages.length;
+    deliver({ orderId: 7, alwaysFail: true }, { messageId });
+    await waitUntil(() => dead.messages.length >= before + 2, 'both consumers dead-lettered it');
+    await sleep(500);
+    const rows = await inboxRows(messageId);
+    expect(rows).toEqual([
+      expect.objectContaining({ consumer: 'billing', status: 'MANUAL_REQUIRED', attempts: 3, last_error: expect.stringMatching(/handler failure on attempt 3/) }),
+      expect.objectContaining({ consumer: 'inventory', status: 'MANUAL_REQUIRED', attempts: 3, last_error: expect.stringMatching(/handler failure on attempt 3/) }),
+    ]);
+    expect(await effects(7)).toEqual([]);
+    expect(dead.messages.filter((m) => m.properties.messageId === messageId)).toHaveLength(2);
+  });
+
+  it('treats a producer resending the same fact under a new message id as a duplicate when a bizKey is given', async () => {
+    const first = randomUUID();
+    const resent = randomUUID();
+    deliver({ orderId: 8, bizKey: 'order-8:paid' }, { messageId: first });
+    await waitUntil(async () => (await inboxRows(first)).length === 2, 'first delivery recorded');
+    deliver({ orderId: 8, bizKey: 'order-8:paid' }, { messageId: resent });
+    const marker = randomUUID();
+    deliver({ orderId: 9 }, { messageId: marker });
+    await waitUntil(async () => (await inboxRows(marker)).length === 2, 'a later message was processed');
+    await sleep(300);
+    expect(await effects(8)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
+    expect(await inboxRows(resent)).toEqual([]);
+  });
+
+  it('accepts a message without a message id when a bizKey identifies it', async () => {
+    deliver({ orderId: 10, bizKey: 'order-10:paid' });
+    deliver({ orderId: 10, bizKey: 'order-10:paid' });
+    await waitUntil(async () => (await effects(10)).length === 2, 'both consumers applied it');
+    await sleep(300);
+    expect(await effects(10)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
+  });
+});

@@ -1,0 +1,100 @@
+import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { Injectable, OnModuleInit, Provider } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { InboxHandler, InboxMode, OutboxService } from '../../lib';
+
+/** An inbox consumer for tests, described by plain data so a child process can build it too. */
+export interface InboxFixtureConfig {
+  schema: string;
+  exchange: string;
+  routingKey: string;
+  /** Exchange the handler publishes its two outgoing messages to (through the outbox). */
+  outExchange: string;
+  deadLetterExchange: string;
+  consumers: { name: string; queue: string }[];
+  mode?: InboxMode;
+  maxAttempts?: number;
+  /** Kill this process right after the handler's transaction commits (before the ack). */
+  crash?: 'after-commit' | 'in-handler';
+}
+
+/** What the handler does, from the message body. */
+export interface FixtureEvent {
+  orderId: number;
+  /** Throw on this many first attempts (per consumer and message id, counted in this process). */
+  failTimes?: number;
+  alwaysFail?: boolean;
+  /** Wait this long inside the handler before writing. */
+  holdMs?: number;
+  /** The business fact, used as the handler's bizKey when present. */
+  bizKey?: string;
+}
+
+/** Creates the business table the handler writes to (not unique: duplicates would show). */
+export async function createFixtureTables(dataSource: DataSource, schema: string): Promise<void> {
+  await dataSource.query(
+    `CREATE TABLE IF NOT EXISTS "${schema}".test_effect (id bigserial PRIMARY KEY, consumer text NOT NULL, order_id int NOT NULL, message_id text)`,
+  );
+}
+
+/** Providers with one `@InboxHandler()` method per configured consumer. */
+export function inboxFixtureProviders(config: InboxFixtureConfig): Provider[] {
+  return config.consumers.map((consumer) => createConsumerClass(config, consumer));
+}
+
+function createConsumerClass(config: InboxFixtureConfig, consumer: { name: string; queue: string }) {
+  const attempts = new Map<string, number>();
+  let crashAfterCommit = false;
+
+  @Injectable()
+  class FixtureConsumer implements OnModuleInit {
+    constructor(
+      private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
+      private readonly outbox: OutboxService,
+      private readonly dataSource: DataSource,
+    ) {}
+
+    onModuleInit(): void {
+      this.dataSource.subscribers.push({
+        afterTransactionCommit: () => {
+          if (crashAfterCommit) process.kill(process.pid, 'SIGKILL');
+        },
+      });
+    }
+
+    @RabbitSubscribe({
+      exchange: config.exchange,
+      routingKey: config.routingKey,
+      queue: consumer.queue,
+      queueOptions: { durable: false, arguments: { 'x-dead-letter-exchange': config.deadLetterExchange } },
+    })
+    @InboxHandler({ consumer: consumer.name, mode: config.mode, maxAttempts: config.maxAttempts, bizKey: (event: FixtureEvent) => event.bizKey })
+    async handle(event: FixtureEvent, message: { properties: { messageId?: string } }): Promise<void> {
+      const key = message.properties.messageId ?? String(event.orderId);
+      const attempt = (attempts.get(key) ?? 0) + 1;
+      attempts.set(key, attempt);
+      if (event.holdMs) await new Promise((resolve) => setTimeout(resolve, event.holdMs));
+      await this.txHost.tx.query(`INSERT INTO "${config.schema}".test_effect (consumer, order_id, message_id) VALUES ($1, $2, $3)`, [
+        consumer.name,
+        event.orderId,
+        message.properties.messageId ?? null,
+      ]);
+      for (const kind of ['reserved', 'notified']) {
+        await this.outbox.publish({
+          type: `inventory.${kind}`,
+          exchange: config.outExchange,
+          routingKey: `inventory.${kind}`,
+          bizKey: `${consumer.name}:order-${event.orderId}:${kind}`,
+          payload: { orderId: event.orderId, consumer: consumer.name },
+        });
+      }
+      if (config.crash === 'in-handler') process.kill(process.pid, 'SIGKILL');
+      if (event.alwaysFail || attempt <= (event.failTimes ?? 0)) throw new Error(`handler failure on attempt ${attempt}`);
+      if (config.crash === 'after-commit') crashAfterCommit = true;
+    }
+  }
+  Object.defineProperty(FixtureConsumer, 'name', { value: `FixtureConsumer_${consumer.name.replace(/\W/g, '_')}` });
+  return FixtureConsumer;
+}
