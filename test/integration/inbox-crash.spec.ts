@@ -1,0 +1,104 @@
+import { Channel, ChannelModel, connect } from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { ChildApp, killAllChildren } from '../support/child-app';
+import { freshSchema, sql } from '../support/database';
+import { AMQP_URL } from '../support/environment';
+import { InboxFixtureConfig } from '../support/inbox-fixture';
+import { waitUntil } from '../support/wait';
+
+const SCHEMA = 'it_inbox_crash';
+const PREFIX = 'it.inbox-crash';
+
+const fixture = (mode: 'transactional' | 'deferred', crash?: InboxFixtureConfig['crash']): InboxFixtureConfig => ({
+  schema: SCHEMA,
+  exchange: `${PREFIX}.in`,
+  routingKey: `order.${mode}`,
+  outExchange: `${PREFIX}.out`,
+  deadLetterExchange: `${PREFIX}.dlx`,
+  consumers: [{ name: `crash-${mode}`, queue: `${PREFIX}.${mode}` }],
+  mode,
+  crash,
+});
+
+/** Short timings so that a dead claimant's rows are reclaimed within seconds. */
+const RESCUE_TIMINGS = {
+  stuckReclaimAfterMs: 2_000,
+  sendTimeoutMs: 1_000,
+  stuckWarnAfterMs: 1_000,
+  stuckCheckIntervalMs: 300,
+  backoffBaseMs: 50,
+  backoffMaxMs: 200,
+  pollIntervalMs: 100,
+};
+
+describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
+  let connection: ChannelModel;
+  let channel: Channel;
+
+  beforeAll(async () => {
+    await freshSchema(SCHEMA);
+    await sql(`CREATE TABLE "${SCHEMA}".test_effect (id bigserial PRIMARY KEY, consumer text NOT NULL, order_id int NOT NULL, message_id text)`);
+    connection = await connect(AMQP_URL);
+    channel = await connection.createChannel();
+    await channel.assertExchange(`${PREFIX}.in`, 'topic', { durable: false });
+    await channel.deleteExchange(`${PREFIX}.dlx`);
+    await channel.assertExchange(`${PREFIX}.dlx`, 'topic', { durable: false });
+    await channel.assertExchange(`${PREFIX}.out`, 'topic', { durable: false });
+    for (const mode of ['transactional', 'deferred']) await channel.deleteQueue(`${PREFIX}.${mode}`);
+  });
+
+  afterEach(() => killAllChildren());
+
+  afterAll(async () => {
+    for (const mode of ['transactional', 'deferred']) await channel.deleteQueue(`${PREFIX}.${mode}`);
+    await connection.close();
+  });
+
+  const effects = async (orderId: number) =>
+    (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${SCHEMA}".test_effect WHERE order_id = $1`, [orderId]))[0].n;
+  const inboxRow = async (messageId: string) =>
+    (await sql(`SELECT status, attempts, claimed_by FROM "${SCHEMA}".inbox_message WHERE message_id = $1`, [messageId]))[0];
+  const readyInQueue = async (queue: string) => (await channel.checkQueue(queue)).messageCount;
+
+  it('recognises the redelivery of a message whose handler committed just before the crash, without rerunning it', async () => {
+    const config = fixture('transactional', 'after-commit');
+    const crashing = await ChildApp.start('it-inbox-crash-a', { schema: SCHEMA, inbox: config });
+    const messageId = randomUUID();
+    channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
+
+    const exit = await crashing.exited;
+    expect(exit.signal).toBe('SIGKILL');
+    expect(await effects(1)).toBe(1);
+    expect(await inboxRow(messageId)).toMatchObject({ status: 'DONE' });
+    // Never acknowledged: the broker gives the message back once the dead connection is noticed.
+    await waitUntil(async () => (await readyInQueue(config.consumers[0].queue)) === 1, 'the unacknowledged message is back in the queue');
+
+    const restarted = await ChildApp.start('it-inbox-crash-b', { schema: SCHEMA, inbox: fixture('transactional') });
+    await waitUntil(async () => (await readyInQueue(config.consumers[0].queue)) === 0, 'the redelivery is consumed');
+    await restarted.stop();
+    // Had the restarted consumer not acknowledged it, the message would be back in the queue.
+    expect(await readyInQueue(config.consumers[0].queue)).toBe(0);
+    expect(await effects(1)).toBe(1);
+  }, 60_000);
+
+  it('acknowledges a deferred delivery before processing, and completes a crashed processing once after reclaim', async () => {
+    const config = fixture('deferred', 'in-handler');
+    const crashing = await ChildApp.start('it-inbox-crash-c', { schema: SCHEMA, inbox: config });
+    const messageId = randomUUID();
+    channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 2 })), { messageId, type: 'order.paid' });
+
+    const exit = await crashing.exited;
+    expect(exit.signal).toBe('SIGKILL');
+    // Acknowledged before the handler ran: nothing comes back to the queue.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await readyInQueue(config.consumers[0].queue)).toBe(0);
+    expect(await inboxRow(messageId)).toMatchObject({ status: 'PROCESSING', claimed_by: expect.any(String) });
+    expect(await effects(2)).toBe(0); // the crashed handler's transaction never committed
+
+    const rescuer = await ChildApp.start('it-inbox-crash-d', { schema: SCHEMA, inbox: fixture('deferred'), outbox: RESCUE_TIMINGS });
+    await waitUntil(async () => (await inboxRow(messageId)).status === 'DONE', 'the reclaimed delivery is processed', 30_000);
+    await rescuer.stop();
+    expect(await inboxRow(messageId)).toMatchObject({ status: 'DONE', attempts: 1 });
+    expect(await effects(2)).toBe(1);
+  }, 60_000);
+});
