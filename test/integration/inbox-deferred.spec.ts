@@ -1,0 +1,96 @@
+import { INestApplicationContext } from '@nestjs/common';
+import { Channel, ChannelModel, connect } from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { InboxWorker } from '../../lib';
+import { freshSchema, sql } from '../support/database';
+import { AMQP_URL } from '../support/environment';
+import { createFixtureTables, InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
+import { QueueProbe } from '../support/queue-probe';
+import { createTestApp } from '../support/test-app';
+import { sleep, waitUntil } from '../support/wait';
+
+const SCHEMA = 'it_inbox_deferred';
+const PREFIX = 'it.inbox-deferred';
+
+const config: InboxFixtureConfig = {
+  schema: SCHEMA,
+  exchange: `${PREFIX}.in`,
+  routingKey: 'order.paid',
+  outExchange: `${PREFIX}.out`,
+  deadLetterExchange: `${PREFIX}.dlx`,
+  consumers: [{ name: 'deferred-inventory', queue: `${PREFIX}.inventory` }],
+  mode: 'deferred',
+  maxAttempts: 3,
+};
+
+describe('@InboxHandler in deferred mode', () => {
+  let app: INestApplicationContext;
+  let connection: ChannelModel;
+  let channel: Channel;
+  let outgoing: QueueProbe;
+
+  beforeAll(async () => {
+    await freshSchema(SCHEMA);
+    connection = await connect(AMQP_URL);
+    channel = await connection.createChannel();
+    await channel.assertExchange(config.exchange, 'topic', { durable: false });
+    await channel.deleteExchange(config.deadLetterExchange);
+    await channel.assertExchange(config.deadLetterExchange, 'topic', { durable: false });
+    await channel.deleteQueue(config.consumers[0].queue);
+    outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
+    app = await createTestApp({
+      schema: SCHEMA,
+      outbox: { pollIntervalMs: 50, backoffBaseMs: 100, backoffMaxMs: 200 },
+      providers: inboxFixtureProviders(config),
+    });
+    await createFixtureTables(app.get(DataSource), SCHEMA);
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await channel.deleteQueue(config.consumers[0].queue);
+    await outgoing.close();
+    await connection.close();
+  });
+
+  const deliver = (body: unknown, messageId: string) =>
+    channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(body)), { messageId, type: 'order.paid' });
+  const effects = async (orderId: number) =>
+    (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${SCHEMA}".test_effect WHERE order_id = $1`, [orderId]))[0].n;
+  const inboxRow = async (messageId: string) =>
+    (await sql(`SELECT status, attempts, last_error FROM "${SCHEMA}".inbox_message WHERE message_id = $1`, [messageId]))[0];
+
+  it('acknowledges at once and processes later, once, however often the message is delivered', async () => {
+    const messageId = randomUUID();
+    deliver({ orderId: 1, holdMs: 1_500 }, messageId);
+    await waitUntil(async () => (await inboxRow(messageId))?.status === 'PROCESSING', 'the worker runs the handler');
+    // The handler is still running, yet the delivery is acknowledged.
+    expect((await channel.checkQueue(config.consumers[0].queue)).messageCount).toBe(0);
+    deliver({ orderId: 1, holdMs: 1_500 }, messageId);
+    deliver({ orderId: 1, holdMs: 1_500 }, messageId);
+    await waitUntil(async () => (await inboxRow(messageId)).status === 'DONE', 'processed');
+    await app.get(InboxWorker).drain();
+    await sleep(300);
+    expect(await effects(1)).toBe(1);
+    await waitUntil(() => outgoing.bodies<{ orderId: number }>().filter((b) => b.orderId === 1).length === 2, 'two outgoing messages');
+  });
+
+  it('retries a failing handler with backoff and commits nothing of the failed attempts', async () => {
+    const messageId = randomUUID();
+    deliver({ orderId: 2, failTimes: 2 }, messageId);
+    await waitUntil(async () => (await inboxRow(messageId))?.status === 'DONE', 'processed on the third attempt');
+    expect(await inboxRow(messageId)).toMatchObject({ status: 'DONE', attempts: 2 });
+    expect(await effects(2)).toBe(1);
+    await sleep(300);
+    expect(outgoing.bodies<{ orderId: number }>().filter((b) => b.orderId === 2)).toHaveLength(2);
+  });
+
+  it('gives up after maxAttempts with the error kept', async () => {
+    const messageId = randomUUID();
+    deliver({ orderId: 3, alwaysFail: true }, messageId);
+    await waitUntil(async () => (await inboxRow(messageId))?.status === 'MANUAL_REQUIRED', 'given up');
+    expect(await inboxRow(messageId)).toMatchObject({ attempts: 3, last_error: expect.stringMatching(/handler failure on attempt 3/) });
+    expect(await effects(3)).toBe(0);
+  });
+});
