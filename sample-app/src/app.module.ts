@@ -6,6 +6,8 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { OutboxModule } from '../../lib';
+import { INVENTORY_EXCHANGES, INVENTORY_QUEUES } from './inventory/inventory.constants';
+import { InventoryModule } from './inventory/inventory.module';
 import { OrdersModule } from './orders/orders.module';
 import { ORDERS_EXCHANGE } from './orders/orders.constants';
 
@@ -30,21 +32,28 @@ const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
       type: 'postgres',
       url: DATABASE_URL,
       autoLoadEntities: true,
-      // Fine for a sample: creates sample_order and the outbox table from their entities.
-      // A real service runs migrations instead (the library ships OUTBOX_MIGRATIONS).
+      // Fine for a sample: creates sample_order, stock_item, stock_reservation and the outbox
+      // and inbox tables from their entities. A real service runs migrations instead (the
+      // library ships OUTBOX_MIGRATIONS, which creates both of its tables).
       synchronize: true,
     }),
-    // The outbox dispatcher and stuck detector run on @nestjs/schedule intervals.
+    // The outbox dispatcher, stuck detector and retention run on @nestjs/schedule intervals.
     ScheduleModule.forRoot(),
     RabbitMQModule.forRoot({
       uri: AMQP_URL,
-      exchanges: [{ name: ORDERS_EXCHANGE, type: 'topic' }],
-      // Start even while the broker is down: payments still commit, and their messages wait
+      exchanges: [{ name: ORDERS_EXCHANGE, type: 'topic' }, ...INVENTORY_EXCHANGES],
+      // The inventory's dead-letter queue. Its consumed queue is declared by its subscriber
+      // (see ORDER_PAID_QUEUE_OPTIONS for why it dead-letters).
+      queues: INVENTORY_QUEUES,
+      // Do not fail the start-up when the broker is down. golevelup still waits for it before
+      // it registers the inventory's subscriber, so the HTTP server comes up once the broker is
+      // reachable. Once running, payments commit during a broker outage, and their messages wait
       // in the outbox until the broker is back.
       connectionInitOptions: { wait: false },
     }),
     OutboxModule.forRoot(),
     OrdersModule,
+    InventoryModule,
   ],
 })
 export class AppModule {}

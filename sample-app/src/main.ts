@@ -7,11 +7,12 @@ async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule);
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true }));
   // On SIGTERM/SIGINT the outbox dispatcher finishes its in-flight sends and gives back
-  // whatever it still holds claimed, so another instance can send it at once.
+  // whatever it still holds claimed, so another instance can send it at once; golevelup waits
+  // for the inventory handler's deliveries in progress before closing the connection.
   app.enableShutdownHooks();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
-  new Logger('Bootstrap').log(`Order service listening on port ${port}`);
+  new Logger('Bootstrap').log(`Sample service (orders and inventory) listening on port ${port}`);
 }
 
 bootstrap().catch((error: unknown) => {

@@ -1,0 +1,14 @@
+import { Column, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+
+/** Units of one SKU that are still free to reserve. */
+@Entity({ name: 'stock_item' })
+export class StockItem {
+  @PrimaryColumn({ type: 'varchar', length: 64 })
+  sku!: string;
+
+  @Column({ type: 'integer' })
+  available!: number;
+
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt!: Date;
+}
