@@ -6,7 +6,8 @@ import { MessageStatus } from '../message/message-status';
 export interface InboxRow {
   consumer: string;
   messageId: string;
-  type: string | null;
+  /** The AMQP `type`, '' when absent: NULL would let the (consumer, bizKey, type) key pass duplicates. */
+  type: string;
   bizKey: string | null;
   exchange: string;
   routingKey: string;
@@ -28,7 +29,7 @@ export type InboxAcquisition =
 export interface ClaimedInboxMessage extends AttemptedClaim {
   consumer: string;
   messageId: string;
-  type: string | null;
+  type: string;
   exchange: string;
   routingKey: string;
   payload: string;
@@ -46,9 +47,9 @@ export interface InboxDialect extends StateTable {
   /**
    * Records a failed attempt outside the rolled-back transaction, so the attempt count survives
    * redeliveries: FAILED, or MANUAL_REQUIRED when `fatal` or out of attempts. Returns the new
-   * status, or undefined when the delivery was meanwhile handled (a duplicate).
+   * status and attempt count, or undefined when the delivery was meanwhile handled (a duplicate).
    */
-  recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<MessageStatus | undefined>;
+  recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<{ status: MessageStatus; attempts: number } | undefined>;
   /** Deferred mode: stores the delivery PENDING unless this consumer already has it; true when stored. */
   insertPending(dataSource: DataSource, row: InboxRow): Promise<boolean>;
   /** Claims due rows of the given consumers. */

@@ -30,7 +30,7 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
     const existing = await execute(
       manager,
       `SELECT id, status FROM ${this.table}
-       WHERE consumer = $1 AND (message_id = $2 OR (biz_key = $3 AND message_type IS NOT DISTINCT FROM $4))
+       WHERE consumer = $1 AND (message_id = $2 OR (biz_key = $3 AND message_type = $4))
        ORDER BY id LIMIT 1 FOR UPDATE`,
       [row.consumer, row.messageId, row.bizKey, row.type],
     );
@@ -39,13 +39,13 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
     if (found.status !== FAILED) return { kind: 'duplicate', status: found.status };
     await execute(
       manager,
-      `UPDATE ${this.table} SET status = '${DONE}', processed_at = now() WHERE id = $1`,
+      `UPDATE ${this.table} SET status = '${DONE}', processed_at = now(), last_error = NULL WHERE id = $1`,
       [found.id],
     );
     return { kind: 'process', id: found.id };
   }
 
-  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<MessageStatus | undefined> {
+  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<{ status: MessageStatus; attempts: number } | undefined> {
     try {
       const result = await execute(
         dataSource,
@@ -55,10 +55,10 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
            SET attempts = t.attempts + 1, last_error = EXCLUDED.last_error,
                status = CASE WHEN $10 OR t.attempts + 1 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
            WHERE t.status = '${FAILED}'
-         RETURNING status`,
+         RETURNING status, attempts`,
         [...params(row), fatal, error],
       );
-      return result.records[0]?.status;
+      return result.records[0] as { status: MessageStatus; attempts: number } | undefined;
     } catch (err) {
       // Another row holds the same (consumer, bizKey, type): this delivery is a duplicate of it.
       const code = (err as { code?: string; driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code;

@@ -7,7 +7,8 @@ export interface InboxMessageRecord {
   id: string;
   consumer: string;
   messageId: string;
-  messageType: string | null;
+  /** The AMQP `type`, '' when absent (so the bizKey key holds for untyped messages too). */
+  messageType: string;
   bizKey: string | null;
   exchange: string;
   routingKey: string;
@@ -62,7 +63,7 @@ function buildEntity(tableName: string): EntitySchema<InboxMessageRecord> {
       id: { type: 'bigint', primary: true, generated: 'increment', primaryKeyConstraintName: names.primaryKey },
       consumer: { type: 'varchar', length: 200 },
       messageId: { name: 'message_id', type: 'varchar', length: 255 },
-      messageType: { name: 'message_type', type: 'varchar', length: 255, nullable: true },
+      messageType: { name: 'message_type', type: 'varchar', length: 255, default: '' },
       bizKey: { name: 'biz_key', type: 'varchar', length: 255, nullable: true },
       exchange: { type: 'varchar', length: 255 },
       routingKey: { name: 'routing_key', type: 'varchar', length: 255 },

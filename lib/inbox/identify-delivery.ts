@@ -33,11 +33,12 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
       rejections.push(`the bizKey extractor threw: ${(error as Error).message}`);
     }
   }
-  const type = typeof properties.type === 'string' && properties.type.length > 0 ? properties.type : null;
+  const type = typeof properties.type === 'string' ? properties.type : '';
   let messageId = typeof properties.messageId === 'string' && properties.messageId.length > 0 ? properties.messageId : null;
-  if (!messageId && bizKey) messageId = `bizkey:${type ?? ''}:${bizKey}`;
+  if (!messageId && bizKey) messageId = `bizkey:${type}:${bizKey}`;
   if (!messageId && handler.messageIdFallback === 'content-hash') messageId = `sha256:${createHash('sha256').update(body).digest('hex')}`;
-  if (!messageId) {
+  // Reported only when nothing else is wrong: a malformed body never reaches the bizKey extractor.
+  if (!messageId && rejections.length === 0) {
     rejections.push(`the message has no messageId, and consumer "${handler.consumer}" has no bizKey extractor or messageIdFallback to dedupe it by`);
   }
   for (const [name, value] of [['messageId', messageId], ['bizKey', bizKey], ['type', type]] as const) {
@@ -49,7 +50,7 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
       consumer: handler.consumer,
       // A rejected delivery still gets a row of its own, keyed so it cannot collide.
       messageId: rejected && (!messageId || messageId.length > KEY_MAX) ? `rejected:${randomUUID()}` : messageId!,
-      type: type && type.length <= KEY_MAX ? type : null,
+      type: type.length <= KEY_MAX ? type : '',
       bizKey: bizKey && bizKey.length <= KEY_MAX ? bizKey : null,
       exchange: message.fields?.exchange ?? '',
       routingKey: message.fields?.routingKey ?? '',

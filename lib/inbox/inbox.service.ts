@@ -9,6 +9,7 @@ import { OutboxError } from '../errors';
 import { MessageStatus } from '../message/message-status';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
 import { classifyFailure, describeError } from '../retry/error-classifier';
 import { identifyDelivery } from './identify-delivery';
 import { InboxHandlerDefinition } from './inbox-handler-options';
@@ -16,6 +17,8 @@ import { InboxWakeup } from './inbox-wakeup';
 
 /** Pause before handing a delivery back when even recording its failure failed (database down). */
 const INFRASTRUCTURE_RETRY_DELAY_MS = 1_000;
+/** Longest a failed delivery is held before it goes back to the broker (transactional mode). */
+const MAX_REDELIVERY_DELAY_MS = 5_000;
 
 /**
  * Receives deliveries for `@InboxHandler()` methods. Returns `undefined` to acknowledge, or a
@@ -25,6 +28,7 @@ const INFRASTRUCTURE_RETRY_DELAY_MS = 1_000;
 @Injectable()
 export class InboxService {
   private readonly logger = new Logger('InboxHandler');
+  private readonly backoff: BackoffPolicy;
 
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -32,7 +36,9 @@ export class InboxService {
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly wakeup: InboxWakeup,
     @Optional() private readonly transactionHost?: TransactionHost,
-  ) {}
+  ) {
+    this.backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs, jitter: options.backoffJitter };
+  }
 
   /** True when `@Transactional()` support is configured, as transactional handlers need. */
   get hasTransactionHost(): boolean {
@@ -52,6 +58,10 @@ export class InboxService {
       await txHost.withTransaction(async () => {
         const acquired = await this.dialect.acquire(txHost.tx as never, row);
         if (acquired.kind === 'process') await run();
+        else if (acquired.status === MessageStatus.MANUAL_REQUIRED) {
+          // Not silent: a replay (e.g. from the dead-letter queue) needs the row requeued first.
+          this.logger.warn(`${row.consumer} skipped message ${row.messageId}: it was given up earlier (MANUAL_REQUIRED); set its inbox row to FAILED to process a redelivery`);
+        }
       });
       return undefined;
     } catch (error) {
@@ -72,9 +82,9 @@ export class InboxService {
   }
 
   private async failed(row: InboxRow, error: unknown): Promise<Nack | undefined> {
+    let status: { status: MessageStatus; attempts: number } | undefined;
     const fatal = classifyFailure(error, this.options.isFatalError) === 'fatal';
     const description = describeError(error, this.options.lastErrorMaxLength);
-    let status: MessageStatus | undefined;
     try {
       status = await this.dialect.recordFailure(this.dataSource, row, description, fatal);
     } catch (recordError) {
@@ -84,11 +94,15 @@ export class InboxService {
       return new Nack(true);
     }
     if (status === undefined) return undefined; // handled meanwhile by a concurrent delivery
-    if (status === MessageStatus.MANUAL_REQUIRED) {
+    if (status.status === MessageStatus.MANUAL_REQUIRED) {
       this.logger.error(`${row.consumer} gave up on message ${row.messageId} (MANUAL_REQUIRED, dead-lettered): ${description}`);
       return new Nack(false);
     }
-    this.logger.warn(`${row.consumer} failed on message ${row.messageId}; redelivering: ${description}`);
+    // Hold the delivery for a backoff before handing it back, so a short outage downstream does
+    // not burn every attempt in a second; capped because the delivery occupies a prefetch slot.
+    const delayMs = Math.min(backoffDelayMs(status.attempts, this.backoff), MAX_REDELIVERY_DELAY_MS);
+    this.logger.warn(`${row.consumer} failed on message ${row.messageId} (attempt ${status.attempts}); redelivering in ${delayMs} ms: ${description}`);
+    await sleep(delayMs);
     return new Nack(true);
   }
 

@@ -100,6 +100,6 @@ function asConsumeMessage(row: ClaimedInboxMessage): ConsumeMessage {
   return {
     content: Buffer.from(row.payload),
     fields: { deliveryTag: 0, redelivered: row.attempts > 0, exchange: row.exchange, routingKey: row.routingKey, consumerTag: '' },
-    properties: { messageId: row.messageId, type: row.type ?? undefined, headers: row.headers } as ConsumeMessage['properties'],
+    properties: { messageId: row.messageId, type: row.type || undefined, headers: row.headers } as ConsumeMessage['properties'],
   } as ConsumeMessage;
 }

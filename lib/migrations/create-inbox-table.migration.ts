@@ -21,7 +21,7 @@ export function createInboxTableMigration(tableName: string = DEFAULT_INBOX_TABL
           "id" BIGSERIAL NOT NULL,
           "consumer" character varying(200) NOT NULL,
           "message_id" character varying(255) NOT NULL,
-          "message_type" character varying(255),
+          "message_type" character varying(255) NOT NULL DEFAULT '',
           "biz_key" character varying(255),
           "exchange" character varying(255) NOT NULL,
           "routing_key" character varying(255) NOT NULL,

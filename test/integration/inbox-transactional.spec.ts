@@ -44,7 +44,7 @@ describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
     dead = await QueueProbe.bind(config.deadLetterExchange, '#', `${PREFIX}.dead`);
     app = await createTestApp({
       schema: SCHEMA,
-      outbox: { pollIntervalMs: 50 },
+      outbox: { pollIntervalMs: 50, backoffBaseMs: 50, backoffMaxMs: 100 },
       providers: inboxFixtureProviders(config),
     });
     await createFixtureTables(app.get(DataSource), SCHEMA);
@@ -160,6 +160,14 @@ describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
     await sleep(300);
     expect(await effects(8)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
     expect(await inboxRows(resent)).toEqual([]);
+  });
+
+  it('dedupes by bizKey also for messages without an AMQP type', async () => {
+    deliver({ orderId: 11, bizKey: 'order-11:paid' }, { messageId: randomUUID(), type: undefined });
+    deliver({ orderId: 11, bizKey: 'order-11:paid' }, { messageId: randomUUID(), type: undefined });
+    await waitUntil(async () => (await effects(11)).length === 2, 'both consumers applied it');
+    await sleep(300);
+    expect(await effects(11)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
   });
 
   it('accepts a message without a message id when a bizKey identifies it', async () => {

@@ -1,13 +1,13 @@
-import { RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
+import { AmqpConnection, RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { ConsoleLogger, INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
 import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { TransactionHost, Transactional } from '@nestjs-cls/transactional';
 import { ClsModule } from 'nestjs-cls';
-import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, DataSource, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { OutboxModule, OutboxModuleOptionsInput, OutboxModuleStaticOptions, OutboxService } from '../../lib';
 import { AMQP_URL, POSTGRES_URL } from './environment';
 
@@ -96,8 +96,21 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
   })
   class TestAppModule {}
 
-  const app = await NestFactory.createApplicationContext(TestAppModule, { logger: options.logger ?? ['error'] });
-  await app.init();
+  // Compiled first and initialised separately, so that an application whose start-up checks
+  // fail can still be closed (NestFactory would throw before handing it back).
+  const levels = options.logger ?? ['error'];
+  const app = await Test.createTestingModule({ imports: [TestAppModule] })
+    .setLogger(new ConsoleLogger({ logLevels: levels === false ? [] : levels }))
+    .compile();
+  try {
+    await app.init();
+  } catch (error) {
+    // Nest runs no shutdown hooks for an application whose initialisation failed: close its
+    // connections here, so none outlives the test.
+    await app.get(DataSource).destroy().catch(() => undefined);
+    await app.get(AmqpConnection).managedConnection.close().catch(() => undefined);
+    throw error;
+  }
   return app;
 }
 
