@@ -1,4 +1,5 @@
 import { EntitySchema } from 'typeorm';
+import { memoiseByTable, STATE_COLUMNS, stateIndexNames, stateIndices } from './state-columns';
 import { MessageStatus } from '../message/message-status';
 import { DEFAULT_INBOX_TABLE } from '../options/table-names';
 
@@ -29,30 +30,15 @@ export interface InboxMessageRecord {
 
 /** Names of the inbox table's constraints and indexes, shared by the entity and the migration. */
 export function inboxIndexNames(table: string) {
-  return {
-    primaryKey: `PK_${table}`,
-    consumerMessageId: `UQ_${table}_consumer_message_id`,
-    consumerBizKey: `UQ_${table}_consumer_biz_key`,
-    claimable: `IDX_${table}_claimable`,
-    processing: `IDX_${table}_processing`,
-  };
+  return { ...stateIndexNames(table), consumerMessageId: `UQ_${table}_consumer_message_id`, consumerBizKey: `UQ_${table}_consumer_biz_key` };
 }
 
-const entitiesByTable = new Map<string, EntitySchema<InboxMessageRecord>>();
-
 /**
- * The inbox table's entity, one instance per table name (see `createOutboxMessageEntity`).
+ * The inbox table's entity, one instance per table name (see `memoiseByTable`).
  * Dedupe is per consumer: `(consumer, message_id)` and `(consumer, biz_key, message_type)` are
  * unique. Indexes serving claims are partial, as in the outbox.
  */
-export function createInboxMessageEntity(tableName: string = DEFAULT_INBOX_TABLE): EntitySchema<InboxMessageRecord> {
-  let entity = entitiesByTable.get(tableName);
-  if (!entity) {
-    entity = buildEntity(tableName);
-    entitiesByTable.set(tableName, entity);
-  }
-  return entity;
-}
+export const createInboxMessageEntity = memoiseByTable(DEFAULT_INBOX_TABLE, buildEntity);
 
 function buildEntity(tableName: string): EntitySchema<InboxMessageRecord> {
   const names = inboxIndexNames(tableName);
@@ -69,25 +55,13 @@ function buildEntity(tableName: string): EntitySchema<InboxMessageRecord> {
       routingKey: { name: 'routing_key', type: 'varchar', length: 255 },
       payload: { type: 'text' },
       headers: { type: 'json' },
-      status: { type: 'varchar', length: 20 },
-      attempts: { type: 'int', default: 0 },
-      maxAttempts: { name: 'max_attempts', type: 'int' },
-      nextAttemptAt: { name: 'next_attempt_at', type: 'timestamptz', default: () => 'now()' },
-      claimedAt: { name: 'claimed_at', type: 'timestamptz', nullable: true },
-      claimToken: { name: 'claim_token', type: 'uuid', nullable: true },
-      claimedBy: { name: 'claimed_by', type: 'varchar', length: 200, nullable: true },
-      lastError: { name: 'last_error', type: 'text', nullable: true },
-      createdAt: { name: 'created_at', type: 'timestamptz', default: () => 'now()' },
-      processedAt: { name: 'processed_at', type: 'timestamptz', nullable: true },
+      ...STATE_COLUMNS,
     },
     uniques: [
       { name: names.consumerMessageId, columns: ['consumer', 'messageId'] },
       { name: names.consumerBizKey, columns: ['consumer', 'bizKey', 'messageType'] },
     ],
-    indices: [
-      { name: names.claimable, columns: ['id'], where: `status IN ('PENDING', 'FAILED')` },
-      { name: names.processing, columns: ['claimedAt'], where: `status = 'PROCESSING'` },
-    ],
+    indices: stateIndices(tableName),
   });
 }
 

@@ -1,7 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import { inboxIndexNames } from '../entities/inbox-message.entity';
 import { assertTableName, DEFAULT_INBOX_TABLE } from '../options/table-names';
-import { assertPostgres, MigrationClass, quotedTable } from './migration-helpers';
+import { assertPostgres, createStateIndexes, MigrationClass, quotedTable, STATE_COLUMNS_DDL } from './migration-helpers';
 
 /**
  * Builds the migration that creates the inbox table with its indexes, equivalent to what
@@ -26,23 +26,12 @@ export function createInboxTableMigration(tableName: string = DEFAULT_INBOX_TABL
           "exchange" character varying(255) NOT NULL,
           "routing_key" character varying(255) NOT NULL,
           "payload" text NOT NULL,
-          "headers" json NOT NULL,
-          "status" character varying(20) NOT NULL,
-          "attempts" integer NOT NULL DEFAULT 0,
-          "max_attempts" integer NOT NULL,
-          "next_attempt_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
-          "claimed_at" TIMESTAMP WITH TIME ZONE,
-          "claim_token" uuid,
-          "claimed_by" character varying(200),
-          "last_error" text,
-          "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
-          "processed_at" TIMESTAMP WITH TIME ZONE,
+          "headers" json NOT NULL,${STATE_COLUMNS_DDL}
           CONSTRAINT "${names.consumerMessageId}" UNIQUE ("consumer", "message_id"),
           CONSTRAINT "${names.consumerBizKey}" UNIQUE ("consumer", "biz_key", "message_type"),
           CONSTRAINT "${names.primaryKey}" PRIMARY KEY ("id")
         )`);
-      await runner.query(`CREATE INDEX "${names.claimable}" ON ${t} ("id") WHERE status IN ('PENDING', 'FAILED')`);
-      await runner.query(`CREATE INDEX "${names.processing}" ON ${t} ("claimed_at") WHERE status = 'PROCESSING'`);
+      await createStateIndexes(runner, table, t);
     }
 
     async down(runner: QueryRunner): Promise<void> {

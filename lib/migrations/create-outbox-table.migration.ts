@@ -2,7 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 import { outboxIndexNames } from '../entities/outbox-message.entity';
 import { assertTableName, DEFAULT_OUTBOX_TABLE } from '../options/table-names';
 import { createInboxTableMigration } from './create-inbox-table.migration';
-import { assertPostgres, MigrationClass, quotedTable } from './migration-helpers';
+import { assertPostgres, createStateIndexes, MigrationClass, quotedTable, STATE_COLUMNS_DDL } from './migration-helpers';
 
 export type { MigrationClass } from './migration-helpers';
 
@@ -29,27 +29,12 @@ export function createOutboxTableMigration(tableName: string = DEFAULT_OUTBOX_TA
           "exchange" character varying(255) NOT NULL,
           "routing_key" character varying(255) NOT NULL,
           "payload" json NOT NULL,
-          "headers" json NOT NULL,
-          "status" character varying(20) NOT NULL,
-          "attempts" integer NOT NULL DEFAULT 0,
-          "max_attempts" integer NOT NULL,
-          "next_attempt_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
-          "claimed_at" TIMESTAMP WITH TIME ZONE,
-          "claim_token" uuid,
-          "claimed_by" character varying(200),
-          "last_error" text,
-          "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
-          "processed_at" TIMESTAMP WITH TIME ZONE,
+          "headers" json NOT NULL,${STATE_COLUMNS_DDL}
           CONSTRAINT "${names.messageId}" UNIQUE ("message_id"),
           CONSTRAINT "${names.typeBizKey}" UNIQUE ("biz_key", "message_type"),
           CONSTRAINT "${names.primaryKey}" PRIMARY KEY ("id")
         )`);
-      await runner.query(
-        `CREATE INDEX "${names.claimable}" ON ${t} ("id") WHERE status IN ('PENDING', 'FAILED')`,
-      );
-      await runner.query(
-        `CREATE INDEX "${names.processing}" ON ${t} ("claimed_at") WHERE status = 'PROCESSING'`,
-      );
+      await createStateIndexes(runner, table, t);
     }
 
     async down(runner: QueryRunner): Promise<void> {
@@ -57,7 +42,6 @@ export function createOutboxTableMigration(tableName: string = DEFAULT_OUTBOX_TA
     }
   };
 }
-
 
 /** The migrations of the outbox and inbox tables, for the default table names. */
 export const OUTBOX_MIGRATIONS: MigrationClass[] = [createOutboxTableMigration(), createInboxTableMigration()];
