@@ -4,7 +4,7 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { resolveInboxDialect, resolveOutboxDialect } from './dialects/resolve-outbox-dialect';
+import { resolveInboxDialect, resolveOutboxDialect } from './dialects/resolve-dialect';
 import { createInboxMessageEntity } from './entities/inbox-message.entity';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
 import { InboxService } from './inbox/inbox.service';

@@ -2,7 +2,7 @@ import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { OutboxService, StuckDetector } from '../../lib';
-import { resolveOutboxDialect } from '../../lib/dialects/resolve-outbox-dialect';
+import { resolveOutboxDialect } from '../../lib/dialects/resolve-dialect';
 import { MessageStatus } from '../../lib/message/message-status';
 import { freshSchema, sql } from '../support/database';
 import { createTestApp } from '../support/test-app';
