@@ -42,7 +42,11 @@ export class ClaimWorker<T extends ClaimRef> {
       this.runAgain = true;
       return;
     }
-    this.run = this.runUntilIdle().finally(() => (this.run = undefined));
+    this.run = this.runUntilIdle().finally(() => {
+      this.run = undefined;
+      // A trigger that came after the run's last look, but before it was cleared, must not be lost.
+      if (this.runAgain) this.trigger();
+    });
   }
 
   /** Runs until no due row is left; resolves when done. */
