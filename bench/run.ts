@@ -1,28 +1,71 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { benchClaimCost } from './claim-cost.bench';
+import { benchDispatch } from './dispatch.bench';
+import { benchLatency } from './latency.bench';
 import { benchWritePath } from './write-path.bench';
 
-function table(headers: string[], rows: string[][]): string {
-  return [`| ${headers.join(' | ')} |`, `| ${headers.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+/** One measured figure set, printed as a table beside its baseline. */
+interface Section {
+  key: string;
+  title: string;
+  note: string;
+  run: () => Promise<object[]>;
+}
+
+const SECTIONS: Section[] = [
+  {
+    key: 'write-path',
+    title: 'Write path: business insert + outbox message per transaction (PostgreSQL, 1 KB payload)',
+    note: 'Transactions/s, median of runs with min–max; ratio against the hand-written outbox INSERT in the same run.',
+    run: benchWritePath,
+  },
+  {
+    key: 'dispatch',
+    title: 'Dispatch: a PENDING backlog drained to RabbitMQ, all confirmed',
+    note: 'Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000).',
+    run: benchDispatch,
+  },
+  {
+    key: 'latency',
+    title: 'Latency: commit → consumed, open-loop load',
+    note: 'Milliseconds from the publishing COMMIT until a plain consumer receives the message; ratio against a hand-written INSERT + confirm-publish pipeline at the same rate.',
+    run: benchLatency,
+  },
+  {
+    key: 'claim-cost',
+    title: 'Claim cost as history grows (claim of 100 rows)',
+    note: 'Median claim latency with and without 1,000,000 retained DONE rows.',
+    run: benchClaimCost,
+  },
+];
+
+function table(rows: object[]): string {
+  if (rows.length === 0) return '(no rows)';
+  const headers = Object.keys(rows[0]);
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(headers), line(headers.map(() => '---')), ...rows.map((row) => line(headers.map((h) => String((row as Record<string, unknown>)[h]))))].join('\n');
 }
 
 async function main(): Promise<void> {
+  // BENCH_ONLY=dispatch,latency runs a subset.
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   const sections: string[] = [`# Benchmark results\n\nMachine: ${machine}. Date: ${new Date().toISOString()}. Command: \`npm run bench\`.`];
-
-  console.log('write path (PostgreSQL)…');
-  const writePath = await benchWritePath();
-  sections.push(
-    '## Write path: business insert + outbox message per transaction (PostgreSQL, 1 KB payload)\n\n' +
-      'Transactions/s, median of runs with min–max; ratio against the hand-written outbox INSERT in the same run.\n\n' +
-      table(['concurrency', 'variant', 'tx/s', 'ratio'], writePath.map((r) => [String(r.concurrency), r.variant, r.txPerSecond, r.ratio])),
-  );
-
+  for (const section of SECTIONS.filter((s) => !only || only.includes(s.key))) {
+    const started = Date.now();
+    console.log(`${section.key}…`);
+    const rows = await section.run();
+    console.log(`${section.key}: ${Math.round((Date.now() - started) / 1000)} s`);
+    sections.push(`## ${section.title}\n\n${section.note}\n\n${table(rows)}`);
+  }
   const report = sections.join('\n\n') + '\n';
   console.log(`\n${report}`);
-  mkdirSync(join(__dirname, 'results'), { recursive: true });
-  writeFileSync(join(__dirname, 'results', 'latest.md'), report);
+  if (!only) {
+    mkdirSync(join(__dirname, 'results'), { recursive: true });
+    writeFileSync(join(__dirname, 'results', 'latest.md'), report);
+  }
 }
 
 main().then(
