@@ -3,7 +3,9 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { benchClaimCost } from './claim-cost.bench';
 import { benchDispatch } from './dispatch.bench';
+import { benchInbox } from './inbox.bench';
 import { benchLatency } from './latency.bench';
+import { benchPeer } from './peer.bench';
 import { benchWritePath } from './write-path.bench';
 
 /** One measured figure set, printed as a table beside its baseline. */
@@ -38,6 +40,18 @@ const SECTIONS: Section[] = [
     title: 'Claim cost as history grows (claim of 100 rows)',
     note: 'Median claim latency with and without 1,000,000 retained DONE rows.',
     run: benchClaimCost,
+  },
+  {
+    key: 'inbox',
+    title: 'Inbox: messages/s through a transactional @InboxHandler (handler inserts one row)',
+    note: 'A pre-published backlog consumed with the same prefetch and pool size; ratio against a hand-written consume → transaction(dedupe row, business row) → ack loop.',
+    run: benchInbox,
+  },
+  {
+    key: 'peer',
+    title: 'Peer: pg-transactional-outbox 0.5.7 (polling relay)',
+    note: 'Backlog drain and commit → consumed latency at 200 msg/s, configured as its README shows and tuned; ratio against a hand-written relay on the same table.',
+    run: benchPeer,
   },
 ];
 
