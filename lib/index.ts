@@ -19,6 +19,7 @@ export { classifyFailure } from './retry/error-classifier';
 export type { FailureVerdict } from './retry/error-classifier';
 export { createOutboxMessageEntity, OutboxMessageEntity } from './entities/outbox-message.entity';
 export type { OutboxMessageRecord } from './entities/outbox-message.entity';
+export type { StateRecord } from './entities/state-columns';
 export { createOutboxTableMigration, OUTBOX_MIGRATIONS } from './migrations/create-outbox-table.migration';
 export type { MigrationClass } from './migrations/create-outbox-table.migration';
 export { InboxHandler } from './inbox/inbox-handler.decorator';

@@ -1,10 +1,9 @@
 import { EntitySchema } from 'typeorm';
-import { memoiseByTable, STATE_COLUMNS, stateIndexNames, stateIndices } from './state-columns';
-import { MessageStatus } from '../message/message-status';
+import { memoiseByTable, STATE_COLUMNS, stateIndexNames, stateIndices, StateRecord } from './state-columns';
 import { DEFAULT_INBOX_TABLE } from '../options/table-names';
 
 /** A row of the inbox table: one delivery of one message to one consumer. */
-export interface InboxMessageRecord {
+export interface InboxMessageRecord extends StateRecord {
   id: string;
   consumer: string;
   messageId: string;
@@ -16,16 +15,6 @@ export interface InboxMessageRecord {
   /** The body exactly as received (text), so even a malformed one is kept for an operator. */
   payload: string;
   headers: Record<string, unknown>;
-  status: MessageStatus;
-  attempts: number;
-  maxAttempts: number;
-  nextAttemptAt: Date;
-  claimedAt: Date | null;
-  claimToken: string | null;
-  claimedBy: string | null;
-  lastError: string | null;
-  createdAt: Date;
-  processedAt: Date | null;
 }
 
 /** Names of the inbox table's constraints and indexes, shared by the entity and the migration. */

@@ -1,10 +1,9 @@
 import { EntitySchema } from 'typeorm';
-import { memoiseByTable, STATE_COLUMNS, stateIndexNames, stateIndices } from './state-columns';
-import { MessageStatus } from '../message/message-status';
+import { memoiseByTable, STATE_COLUMNS, stateIndexNames, stateIndices, StateRecord } from './state-columns';
 import { DEFAULT_OUTBOX_TABLE } from '../options/table-names';
 
 /** A row of the outbox table, as TypeORM maps it (for reading and operator tooling). */
-export interface OutboxMessageRecord {
+export interface OutboxMessageRecord extends StateRecord {
   id: string;
   messageId: string;
   messageType: string;
@@ -14,16 +13,6 @@ export interface OutboxMessageRecord {
   routingKey: string;
   payload: unknown;
   headers: Record<string, unknown>;
-  status: MessageStatus;
-  attempts: number;
-  maxAttempts: number;
-  nextAttemptAt: Date;
-  claimedAt: Date | null;
-  claimToken: string | null;
-  claimedBy: string | null;
-  lastError: string | null;
-  createdAt: Date;
-  processedAt: Date | null;
 }
 
 /** Names of the outbox table's indexes, shared by the entity and the migration so they agree. */

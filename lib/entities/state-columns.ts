@@ -1,4 +1,19 @@
 import { EntitySchema, EntitySchemaColumnOptions, EntitySchemaIndexOptions } from 'typeorm';
+import { MessageStatus } from '../message/message-status';
+
+/** The state-machine fields of an outbox or inbox row. */
+export interface StateRecord {
+  status: MessageStatus;
+  attempts: number;
+  maxAttempts: number;
+  nextAttemptAt: Date;
+  claimedAt: Date | null;
+  claimToken: string | null;
+  claimedBy: string | null;
+  lastError: string | null;
+  createdAt: Date;
+  processedAt: Date | null;
+}
 
 /** The state-machine columns every outbox and inbox table has, after its own columns. */
 export const STATE_COLUMNS: Record<string, EntitySchemaColumnOptions> = {
