@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ChildApp, killAllChildren } from '../support/child-app';
 import { freshSchema, sql } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { InboxFixtureConfig } from '../support/inbox-fixture';
+import { deleteInboxQueues, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
 import { waitUntil } from '../support/wait';
 
 const SCHEMA = 'it_inbox_crash';
@@ -40,17 +40,14 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     await sql(`CREATE TABLE "${SCHEMA}".test_effect (id bigserial PRIMARY KEY, consumer text NOT NULL, order_id int NOT NULL, message_id text)`);
     connection = await connect(AMQP_URL);
     channel = await connection.createChannel();
-    await channel.assertExchange(`${PREFIX}.in`, 'topic', { durable: false });
-    await channel.deleteExchange(`${PREFIX}.dlx`);
-    await channel.assertExchange(`${PREFIX}.dlx`, 'topic', { durable: false });
+    for (const mode of ['transactional', 'deferred'] as const) await prepareInboxBroker(channel, fixture(mode));
     await channel.assertExchange(`${PREFIX}.out`, 'topic', { durable: false });
-    for (const mode of ['transactional', 'deferred']) await channel.deleteQueue(`${PREFIX}.${mode}`);
   });
 
   afterEach(() => killAllChildren());
 
   afterAll(async () => {
-    for (const mode of ['transactional', 'deferred']) await channel.deleteQueue(`${PREFIX}.${mode}`);
+    for (const mode of ['transactional', 'deferred'] as const) await deleteInboxQueues(channel, fixture(mode));
     await connection.close();
   });
 

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { InboxWorker } from '../../lib';
 import { freshSchema, sql } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { createFixtureTables, InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
+import { createFixtureTables, deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { sleep, waitUntil } from '../support/wait';
@@ -34,10 +34,7 @@ describe('@InboxHandler in deferred mode', () => {
     await freshSchema(SCHEMA);
     connection = await connect(AMQP_URL);
     channel = await connection.createChannel();
-    await channel.assertExchange(config.exchange, 'topic', { durable: false });
-    await channel.deleteExchange(config.deadLetterExchange);
-    await channel.assertExchange(config.deadLetterExchange, 'topic', { durable: false });
-    await channel.deleteQueue(config.consumers[0].queue);
+    await prepareInboxBroker(channel, config);
     outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
     app = await createTestApp({
       schema: SCHEMA,
@@ -49,7 +46,7 @@ describe('@InboxHandler in deferred mode', () => {
 
   afterAll(async () => {
     await app.close();
-    await channel.deleteQueue(config.consumers[0].queue);
+    await deleteInboxQueues(channel, config);
     await outgoing.close();
     await connection.close();
   });

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { freshSchema, sql } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { createFixtureTables, InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
+import { createFixtureTables, deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { sleep, waitUntil } from '../support/wait';
@@ -36,10 +36,7 @@ describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
     await freshSchema(SCHEMA);
     connection = await connect(AMQP_URL);
     channel = await connection.createChannel();
-    await channel.assertExchange(config.exchange, 'topic', { durable: false });
-    await channel.deleteExchange(config.deadLetterExchange);
-    await channel.assertExchange(config.deadLetterExchange, 'topic', { durable: false });
-    for (const { queue } of config.consumers) await channel.deleteQueue(queue);
+    await prepareInboxBroker(channel, config);
     outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
     dead = await QueueProbe.bind(config.deadLetterExchange, '#', `${PREFIX}.dead`);
     app = await createTestApp({
@@ -52,7 +49,7 @@ describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
 
   afterAll(async () => {
     await app.close();
-    for (const { queue } of config.consumers) await channel.deleteQueue(queue);
+    await deleteInboxQueues(channel, config);
     await outgoing.close();
     await dead.close();
     await connection.close();

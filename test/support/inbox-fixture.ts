@@ -2,6 +2,7 @@ import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { Injectable, OnModuleInit, Provider } from '@nestjs/common';
+import type { Channel } from 'amqplib';
 import { DataSource } from 'typeorm';
 import { InboxHandler, InboxMode, OutboxService } from '../../lib';
 
@@ -97,4 +98,21 @@ function createConsumerClass(config: InboxFixtureConfig, consumer: { name: strin
   }
   Object.defineProperty(FixtureConsumer, 'name', { value: `FixtureConsumer_${consumer.name.replace(/\W/g, '_')}` });
   return FixtureConsumer;
+}
+
+/**
+ * Gives a test file fresh broker objects for `config`: its incoming exchange, a dead-letter
+ * exchange declared anew (a leftover of another type would refuse the declaration) and no
+ * leftover consumer queues (golevelup declares them with their dead-letter arguments).
+ */
+export async function prepareInboxBroker(channel: Channel, config: InboxFixtureConfig): Promise<void> {
+  await channel.assertExchange(config.exchange, 'topic', { durable: false });
+  await channel.deleteExchange(config.deadLetterExchange);
+  await channel.assertExchange(config.deadLetterExchange, 'topic', { durable: false });
+  await deleteInboxQueues(channel, config);
+}
+
+/** Deletes the consumer queues of `config`. */
+export async function deleteInboxQueues(channel: Channel, config: InboxFixtureConfig): Promise<void> {
+  for (const { queue } of config.consumers) await channel.deleteQueue(queue);
 }
