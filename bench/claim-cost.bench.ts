@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { resolveOutboxDialect } from '../lib/dialects/resolve-dialect';
+import { qualifiedTable, resolveDialect } from '../lib/dialects/resolve-dialect';
 import { OutboxDialect } from '../lib/dialects/outbox-dialect';
-import { PG_CLAIMABLE } from '../lib/dialects/postgres-state-table';
+import { PG_CLAIMABLE } from '../lib/dialects/postgres/postgres-state-table';
 import { freshSchema, sql } from '../test/support/database';
 import { POSTGRES_URL } from '../test/support/environment';
 import { createTestApp } from '../test/support/test-app';
@@ -48,8 +48,9 @@ export async function benchClaimCost(): Promise<ClaimCostRow[]> {
     await maker.close();
 
     const dataSource = app.get(DataSource);
-    const fresh = resolveOutboxDialect(dataSource, FRESH_TABLE);
-    const retained = resolveOutboxDialect(dataSource, RETAINED_TABLE);
+    const dialect = await resolveDialect(dataSource);
+    const fresh = dialect.outbox(qualifiedTable(dataSource, FRESH_TABLE));
+    const retained = dialect.outbox(qualifiedTable(dataSource, RETAINED_TABLE));
 
     await seed(FRESH_TABLE, 'PENDING', PENDING);
     const seedStarted = performance.now();

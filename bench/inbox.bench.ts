@@ -9,7 +9,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { ClsModule } from 'nestjs-cls';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
-import { InboxHandler, InboxMessageEntity, OutboxModule } from '../lib';
+import { createInboxTableMigration, InboxHandler, OutboxModule } from '../lib';
 import { freshSchema, sql } from '../test/support/database';
 import { AMQP_URL, POSTGRES_URL } from '../test/support/environment';
 import { runExclusively } from '../test/support/exclusive-run';
@@ -184,7 +184,8 @@ async function runBaseline(broker: BenchBroker, run: number, shape: BaselineRow)
   await prepareRun();
   if (shape === 'library-row') {
     // The library's own inbox table, with its constraints and indexes.
-    const dataSource = await new DataSource({ type: 'postgres', url: POSTGRES_URL, schema: SCHEMA, entities: [InboxMessageEntity], synchronize: true }).initialize();
+    const dataSource = await new DataSource({ type: 'postgres', url: POSTGRES_URL, schema: SCHEMA, migrations: [createInboxTableMigration()] }).initialize();
+    await dataSource.runMigrations();
     await dataSource.destroy();
   }
   await broker.freshQueue(EXCHANGE, RAW_QUEUE, RAW_ROUTING_KEY);

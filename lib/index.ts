@@ -17,21 +17,14 @@ export { backoffDelayMs } from './retry/backoff';
 export type { BackoffPolicy } from './retry/backoff';
 export { classifyFailure } from './retry/error-classifier';
 export type { FailureVerdict } from './retry/error-classifier';
-export { createOutboxMessageEntity, OutboxMessageEntity } from './entities/outbox-message.entity';
-export type { OutboxMessageRecord } from './entities/outbox-message.entity';
-export type { StateRecord } from './entities/state-columns';
-export { createOutboxTableMigration, OUTBOX_MIGRATIONS } from './migrations/create-outbox-table.migration';
-export type { MigrationClass } from './migrations/create-outbox-table.migration';
+export { createInboxTableMigration, createOutboxTableMigration, OUTBOX_MIGRATIONS } from './migrations/table-migrations';
+export type { MigrationClass } from './migrations/table-migrations';
+export { OutboxAdmin } from './admin/outbox-admin.service';
+export type { ParkedKey } from './engine/state-table';
+export type { OutboxMessageQuery, OutboxMessageState } from './dialects/outbox-dialect';
 export { InboxHandler } from './inbox/inbox-handler.decorator';
 export type { InboxHandlerOptions, InboxMode } from './inbox/inbox-handler-options';
 export { InboxWorker } from './inbox/inbox.worker';
 export { Retention } from './maintenance/retention';
-export { createInboxMessageEntity, InboxMessageEntity } from './entities/inbox-message.entity';
-export type { InboxMessageRecord } from './entities/inbox-message.entity';
-export { createInboxTableMigration } from './migrations/create-inbox-table.migration';
 export * from './errors';
 
-import { InboxMessageEntity } from './entities/inbox-message.entity';
-import { OutboxMessageEntity } from './entities/outbox-message.entity';
-/** The library's entities (outbox and inbox) for the default table names, for apps that list entities by hand. */
-export const OUTBOX_ENTITIES = [OutboxMessageEntity, InboxMessageEntity];

@@ -10,3 +10,5 @@ export const OUTBOX_DATA_SOURCE = Symbol('OUTBOX_DATA_SOURCE');
 export const OUTBOX_INSTANCE_ID = Symbol('OUTBOX_INSTANCE_ID');
 /** Injection token of the `InboxDialect` bound to the inbox table. */
 export const INBOX_DIALECT = Symbol('INBOX_DIALECT');
+/** Injection token of the `DatabaseDialect` of the outbox's DataSource (tables created when `synchronize` is on). */
+export const DATABASE_DIALECT = Symbol('DATABASE_DIALECT');

@@ -1,17 +1,16 @@
 import { DynamicModule, Module, Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { getDataSourceToken } from '@nestjs/typeorm';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { resolveInboxDialect, resolveOutboxDialect } from './dialects/resolve-dialect';
-import { createInboxMessageEntity } from './entities/inbox-message.entity';
+import { DatabaseDialect } from './dialects/database-dialect';
+import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
 import { InboxService } from './inbox/inbox.service';
 import { InboxWakeup } from './inbox/inbox-wakeup';
 import { InboxWorker } from './inbox/inbox.worker';
 import { Retention } from './maintenance/retention';
-import { createOutboxMessageEntity } from './entities/outbox-message.entity';
 import { StuckDetector } from './maintenance/stuck-detector';
 import {
   ConfigurableOutboxModule,
@@ -20,7 +19,7 @@ import {
   OUTBOX_OPTIONS_TYPE,
   OutboxModuleStaticOptions,
 } from './outbox-module-definition';
-import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
+import { DATABASE_DIALECT, INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './options/outbox-module-options';
 import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './options/table-names';
 import { validateOutboxOptions } from './options/validate-options';
@@ -28,6 +27,8 @@ import { OutboxDispatcher } from './outbox/outbox.dispatcher';
 import { OutboxWakeup } from './outbox/outbox-wakeup';
 import { OutboxService } from './outbox/outbox.service';
 import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
+import { createTablesAtStartup } from './schema/create-tables-at-startup';
+import { OutboxAdmin } from './admin/outbox-admin.service';
 
 /**
  * The transactional outbox and inbox: `OutboxService` to publish inside your transactions, a
@@ -55,7 +56,6 @@ export class OutboxModule extends ConfigurableOutboxModule {
 function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleStaticOptions): DynamicModule {
   const tableName = assertTableName('tableName', statics.tableName ?? DEFAULT_OUTBOX_TABLE);
   const inboxTableName = assertTableName('inboxTableName', statics.inboxTableName ?? DEFAULT_INBOX_TABLE);
-  const entities = [createOutboxMessageEntity(tableName), createInboxMessageEntity(inboxTableName)];
   const providers: Provider[] = [
     {
       provide: OUTBOX_OPTIONS,
@@ -64,14 +64,23 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     },
     { provide: OUTBOX_DATA_SOURCE, useExisting: getDataSourceToken(statics.dataSourceName) },
     {
-      provide: OUTBOX_DIALECT,
+      provide: DATABASE_DIALECT,
       inject: [OUTBOX_DATA_SOURCE],
-      useFactory: (dataSource: DataSource) => resolveOutboxDialect(dataSource, tableName),
+      useFactory: async (dataSource: DataSource) => {
+        const dialect = await resolveDialect(dataSource);
+        await createTablesAtStartup(dataSource, dialect, { outbox: tableName, inbox: inboxTableName });
+        return dialect;
+      },
+    },
+    {
+      provide: OUTBOX_DIALECT,
+      inject: [DATABASE_DIALECT, OUTBOX_DATA_SOURCE],
+      useFactory: (dialect: DatabaseDialect, dataSource: DataSource) => dialect.outbox(qualifiedTable(dataSource, tableName)),
     },
     {
       provide: INBOX_DIALECT,
-      inject: [OUTBOX_DATA_SOURCE],
-      useFactory: (dataSource: DataSource) => resolveInboxDialect(dataSource, inboxTableName),
+      inject: [DATABASE_DIALECT, OUTBOX_DATA_SOURCE],
+      useFactory: (dialect: DatabaseDialect, dataSource: DataSource) => dialect.inbox(qualifiedTable(dataSource, inboxTableName)),
     },
     {
       provide: OUTBOX_INSTANCE_ID,
@@ -89,13 +98,13 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     InboxWorker,
     StuckDetector,
     Retention,
+    OutboxAdmin,
   ];
-  const feature = TypeOrmModule.forFeature(entities, statics.dataSourceName);
   return {
     ...definition,
     global: statics.isGlobal ?? true,
-    imports: [...(definition.imports ?? []), DiscoveryModule, feature],
+    imports: [...(definition.imports ?? []), DiscoveryModule],
     providers: [...(definition.providers ?? []), ...providers],
-    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, InboxService, InboxWorker, StuckDetector, Retention, feature],
+    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, InboxService, InboxWorker, StuckDetector, Retention, OutboxAdmin],
   };
 }

@@ -9,6 +9,8 @@ export interface InboxRow {
   /** The AMQP `type`, '' when absent: NULL would let the (consumer, bizKey, type) key pass duplicates. */
   type: string;
   bizKey: string | null;
+  /** Deferred mode: rows sharing a key (per consumer) are processed one at a time, in id order. */
+  orderingKey: string | null;
   exchange: string;
   routingKey: string;
   /** The body as received. */

@@ -1,6 +1,8 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { AttemptedClaim, StateTable } from '../engine/state-table';
+import { MessageStatus } from '../message/message-status';
 import { NewOutboxRow } from '../message/validate-message';
+import { SqlTarget } from './sql-executor';
 
 /** A row claimed for sending, with exactly what the transport needs. */
 export interface ClaimedMessage extends AttemptedClaim {
@@ -13,6 +15,23 @@ export interface ClaimedMessage extends AttemptedClaim {
   headers: Record<string, unknown>;
   createdAt: Date;
 }
+
+/** Where an outbox message stands, for operators and for code that explains a refusal. */
+export interface OutboxMessageState {
+  messageId: string;
+  type: string;
+  bizKey: string | null;
+  orderingKey: string | null;
+  status: MessageStatus;
+  attempts: number;
+  lastError: string | null;
+  createdAt: Date;
+  /** When it was sent (DONE) or abandoned. */
+  processedAt: Date | null;
+}
+
+/** Finds a message by its id, or by its business key and type. */
+export type OutboxMessageQuery = { messageId: string } | { bizKey: string; type: string };
 
 /**
  * Every SQL difference between databases, for one outbox table (with the shared state-machine
@@ -28,6 +47,8 @@ export interface OutboxDialect extends StateTable {
   claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]>;
   /** PENDING/FAILED/MANUAL_REQUIRED rows of a business event become ABANDONED; returns how many. */
   cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number>;
+  /** The latest state of one message, or null when there is none. */
+  findMessage(target: SqlTarget, query: OutboxMessageQuery): Promise<OutboxMessageState | null>;
   /** Signals other instances, inside the publishing transaction, that rows are waiting. */
   notifyPublished?(manager: EntityManager, channel: string): Promise<void>;
   /** Calls `onSignal` when another instance signals; resolves to a function that stops listening. */

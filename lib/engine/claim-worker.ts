@@ -3,12 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { describeError } from '../retry/error-classifier';
-import { ClaimRef, StateTable } from './state-table';
+import { AttemptedClaim, StateTable } from './state-table';
 
 const SHUTDOWN_GRACE_MS = 5_000;
 
 /** What a claim worker needs from its owner. */
-export interface ClaimWorkerSpec<T extends ClaimRef> {
+export interface ClaimWorkerSpec<T extends AttemptedClaim> {
   dataSource: DataSource;
   table: StateTable;
   batchSize: number;
@@ -27,7 +27,7 @@ export interface ClaimWorkerSpec<T extends ClaimRef> {
  * Runs never overlap: a trigger during a run makes the run go round once more instead of
  * starting another. `concurrency` loops share a run, so work is always in flight.
  */
-export class ClaimWorker<T extends ClaimRef> {
+export class ClaimWorker<T extends AttemptedClaim> {
   private readonly inFlight = new Map<string, T[]>();
   private run?: Promise<void>;
   private runAgain = false;
@@ -99,6 +99,8 @@ export class ClaimWorker<T extends ClaimRef> {
     this.inFlight.set(claimToken, batch);
     try {
       await this.spec.process(batch);
+      // Settling an ordered row may have made the next row of its key claimable: look again.
+      if (batch.some((row) => row.orderingKey !== null)) this.runAgain = true;
       return batch.length;
     } finally {
       this.inFlight.delete(claimToken);

@@ -12,6 +12,8 @@ export interface ClaimRef {
 export interface AttemptedClaim extends ClaimRef {
   attempts: number;
   maxAttempts: number;
+  /** Rows sharing a key are claimed one at a time, in id order; null when unordered. */
+  orderingKey: string | null;
 }
 
 /** A failed attempt's settlement. */
@@ -31,6 +33,27 @@ export interface ExpiredClaim extends AttemptedClaim {
 export interface HealthCounts {
   backlog: number;
   staleProcessing: number;
+}
+
+/** Identifies one message in a table: outbox message ids are unique; inbox ones per consumer. */
+export interface MessageRef {
+  messageId: string;
+  /** Inbox only. */
+  consumer?: string;
+}
+
+/** An ordering key held back by its first unfinished message, which is MANUAL_REQUIRED. */
+export interface ParkedKey {
+  orderingKey: string;
+  /** Inbox only: keys are ordered per consumer. */
+  consumer: string | null;
+  /** The head message, which an operator requeues or abandons to release the key. */
+  messageId: string;
+  type: string;
+  attempts: number;
+  lastError: string | null;
+  /** How many later messages of the key wait behind the head. */
+  waiting: number;
 }
 
 /**
@@ -53,4 +76,10 @@ export interface StateTable {
   healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts>;
   /** Deletes up to `limit` DONE/ABANDONED rows finished more than `olderThanMs` ago; returns how many. */
   deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number>;
+  /** Ordering keys whose head is MANUAL_REQUIRED, oldest head first. */
+  findParkedKeys(dataSource: DataSource, limit: number): Promise<ParkedKey[]>;
+  /** A FAILED or MANUAL_REQUIRED message becomes PENDING, due now, with its attempts reset; true when it was one. */
+  requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean>;
+  /** A PENDING, FAILED or MANUAL_REQUIRED message becomes ABANDONED (never sent or processed); true when it was one. */
+  abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean>;
 }

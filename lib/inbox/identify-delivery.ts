@@ -33,6 +33,14 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
       rejections.push(`the bizKey extractor threw: ${(error as Error).message}`);
     }
   }
+  let orderingKey: string | null = null;
+  if (handler.orderingKey && rejections.length === 0) {
+    try {
+      orderingKey = handler.orderingKey(payload, message) ?? null;
+    } catch (error) {
+      rejections.push(`the orderingKey extractor threw: ${(error as Error).message}`);
+    }
+  }
   const type = typeof properties.type === 'string' ? properties.type : '';
   let messageId = typeof properties.messageId === 'string' && properties.messageId.length > 0 ? properties.messageId : null;
   if (!messageId && bizKey) messageId = `bizkey:${type}:${bizKey}`;
@@ -41,7 +49,7 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
   if (!messageId && rejections.length === 0) {
     rejections.push(`the message has no messageId, and consumer "${handler.consumer}" has no bizKey extractor or messageIdFallback to dedupe it by`);
   }
-  for (const [name, value] of [['messageId', messageId], ['bizKey', bizKey], ['type', type]] as const) {
+  for (const [name, value] of [['messageId', messageId], ['bizKey', bizKey], ['orderingKey', orderingKey], ['type', type]] as const) {
     if (value && value.length > KEY_MAX) rejections.push(`${name} is longer than ${KEY_MAX} characters`);
   }
   const rejected = rejections.length > 0;
@@ -52,6 +60,7 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
       messageId: rejected && (!messageId || messageId.length > KEY_MAX) ? `rejected:${randomUUID()}` : messageId!,
       type: type.length <= KEY_MAX ? type : '',
       bizKey: bizKey && bizKey.length <= KEY_MAX ? bizKey : null,
+      orderingKey: orderingKey && orderingKey.length <= KEY_MAX ? orderingKey : null,
       exchange: message.fields?.exchange ?? '',
       routingKey: message.fields?.routingKey ?? '',
       // PostgreSQL text cannot hold NUL characters; anything else is kept as received.

@@ -30,6 +30,12 @@ export interface InboxHandlerOptions {
   messageIdFallback?: 'content-hash';
   /** Failed attempts before the delivery goes to MANUAL_REQUIRED. Default: the module's `maxAttempts`. */
   maxAttempts?: number;
+  /**
+   * Deferred mode: deliveries with the same key are processed one at a time, in the order they
+   * were stored; a key whose head reaches MANUAL_REQUIRED is parked until an operator requeues
+   * or abandons it. Default: no ordering (full parallelism).
+   */
+  orderingKey?: (payload: any, message: ConsumeMessage) => string | undefined;
 }
 
 /** An `@InboxHandler()` as resolved at start-up. */
@@ -39,6 +45,7 @@ export interface InboxHandlerDefinition {
   bizKey?: InboxHandlerOptions['bizKey'];
   messageIdFallback?: 'content-hash';
   maxAttempts: number;
+  orderingKey?: InboxHandlerOptions['orderingKey'];
   /** Calls the business method itself (deferred mode), bypassing the interceptor. */
   invoke(payload: unknown, message: ConsumeMessage, headers: Record<string, unknown> | undefined): Promise<unknown>;
 }

@@ -65,12 +65,17 @@ export class InboxHandlerExplorer implements OnModuleInit {
     if (options.mode !== undefined && options.mode !== 'transactional' && options.mode !== 'deferred') {
       throw new OutboxError(`${where}: mode must be 'transactional' or 'deferred'`);
     }
+    if (options.orderingKey && options.mode !== 'deferred') {
+      // In transactional mode deliveries are processed as the broker hands them out.
+      throw new OutboxError(`${where}: orderingKey needs mode 'deferred'`);
+    }
 
     const definition: InboxHandlerDefinition = {
       consumer,
       mode: options.mode ?? 'transactional',
       bizKey: options.bizKey,
       messageIdFallback: options.messageIdFallback,
+      orderingKey: options.orderingKey,
       maxAttempts,
       invoke: async (payload: unknown, message: ConsumeMessage, headers: Record<string, unknown> | undefined) => {
         const instance = wrapper.instance as Record<string, (...args: unknown[]) => unknown>;

@@ -2,7 +2,8 @@ import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { OutboxService, StuckDetector } from '../../lib';
-import { resolveOutboxDialect } from '../../lib/dialects/resolve-dialect';
+import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
+import { OUTBOX_DIALECT } from '../../lib/outbox.constants';
 import { MessageStatus } from '../../lib/message/message-status';
 import { freshSchema, sql } from '../support/database';
 import { createTestApp } from '../support/test-app';
@@ -17,7 +18,7 @@ const EXCHANGE = 'it.claim-fencing';
 describe('Claims and settles fenced by the claim token', () => {
   let app: INestApplicationContext;
   let dataSource: DataSource;
-  const dialect = () => resolveOutboxDialect(dataSource, 'outbox_message');
+  const dialect = () => app.get<OutboxDialect>(OUTBOX_DIALECT);
 
   beforeAll(async () => {
     await freshSchema(SCHEMA);

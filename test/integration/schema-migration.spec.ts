@@ -1,48 +1,74 @@
 import { DataSource } from 'typeorm';
-import { createInboxMessageEntity, createInboxTableMigration, createOutboxMessageEntity, createOutboxTableMigration, OUTBOX_MIGRATIONS } from '../../lib';
+import { createInboxTableMigration, createOutboxTableMigration, OUTBOX_MIGRATIONS } from '../../lib';
 import { freshSchema, sql } from '../support/database';
 import { POSTGRES_URL } from '../support/environment';
+import { createTestApp } from '../support/test-app';
 
-const SCHEMA = 'it_schema_migration';
+const MIGRATED = 'it_schema_migrated';
+const SYNCHRONIZED = 'it_schema_synchronized';
 
-async function pendingSchemaChanges(tableName: string, inboxTableName: string, migrations: Function[]): Promise<string[]> {
-  const dataSource = new DataSource({
-    type: 'postgres',
-    url: POSTGRES_URL,
-    schema: SCHEMA,
-    entities: [createOutboxMessageEntity(tableName), createInboxMessageEntity(inboxTableName)],
-    migrations,
-    migrationsTableName: `migrations_${tableName}`,
-  });
+async function migrate(schema: string, migrations: Function[]): Promise<void> {
+  const dataSource = new DataSource({ type: 'postgres', url: POSTGRES_URL, schema, migrations });
   await dataSource.initialize();
   try {
     await dataSource.runMigrations();
-    const log = await dataSource.driver.createSchemaBuilder().log();
-    return log.upQueries.map((q) => q.query);
   } finally {
     await dataSource.destroy();
   }
 }
 
-describe('Outbox table migration (PostgreSQL)', () => {
-  beforeAll(() => freshSchema(SCHEMA));
+/** Columns and index definitions of a table, with the schema name taken out. */
+async function shape(schema: string, table: string) {
+  const columns = await sql(
+    `SELECT column_name, data_type, character_maximum_length, is_nullable, column_default
+     FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
+    [schema, table],
+  );
+  const indexes = await sql<{ indexname: string; indexdef: string }>(
+    `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 ORDER BY indexname`,
+    [schema, table],
+  );
+  const unqualified = (text: unknown) => (typeof text === 'string' ? text.split(`${schema}.`).join('') : text);
+  return {
+    columns: columns.map((c) => ({ ...c, column_default: unqualified(c.column_default) })),
+    indexes: indexes.map((i) => ({ name: i.indexname, def: unqualified(i.indexdef) })),
+  };
+}
 
-  it('creates exactly the outbox and inbox tables that the entities describe', async () => {
-    expect(await pendingSchemaChanges('outbox_message', 'inbox_message', OUTBOX_MIGRATIONS)).toEqual([]);
+describe('Table migrations (PostgreSQL)', () => {
+  beforeAll(async () => {
+    await freshSchema(MIGRATED);
+    await freshSchema(SYNCHRONIZED);
+  });
+
+  it('create the same tables as start-up creation under synchronize', async () => {
+    await migrate(MIGRATED, OUTBOX_MIGRATIONS);
+    const app = await createTestApp({ schema: SYNCHRONIZED, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
+    await app.close();
+    for (const table of ['outbox_message', 'inbox_message']) {
+      expect(await shape(MIGRATED, table)).toEqual(await shape(SYNCHRONIZED, table));
+    }
+  });
+
+  it('start-up creation leaves existing tables as they are', async () => {
+    const before = await shape(SYNCHRONIZED, 'outbox_message');
+    const app = await createTestApp({ schema: SYNCHRONIZED, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
+    await app.close();
+    expect(await shape(SYNCHRONIZED, 'outbox_message')).toEqual(before);
   });
 
   it('creates a custom-named table with its own index names', async () => {
-    const migrations = [createOutboxTableMigration('billing_outbox'), createInboxTableMigration('billing_inbox')];
-    expect(await pendingSchemaChanges('billing_outbox', 'billing_inbox', migrations)).toEqual([]);
-    const indexes = await sql(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = 'billing_outbox' ORDER BY indexname`, [SCHEMA]);
-    expect(indexes.map((i) => i.indexname)).toEqual([
+    await migrate(MIGRATED, [createOutboxTableMigration('billing_outbox'), createInboxTableMigration('billing_inbox')]);
+    const { indexes } = await shape(MIGRATED, 'billing_outbox');
+    expect(indexes.map((i) => i.name)).toEqual([
       'IDX_billing_outbox_claimable',
+      'IDX_billing_outbox_ordering',
       'IDX_billing_outbox_processing',
       'PK_billing_outbox',
       'UQ_billing_outbox_message_id',
       'UQ_billing_outbox_type_biz_key',
     ]);
     // The claim index covers only claimable rows, so retained history does not slow claims.
-    expect(indexes[0].indexdef).toMatch(/WHERE \(\(status\)::text = ANY/);
+    expect(indexes[0].def).toMatch(/WHERE \(\(status\)::text = ANY/);
   });
 });

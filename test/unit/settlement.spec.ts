@@ -3,7 +3,7 @@ import { ClaimedMessage } from '../../lib/dialects/outbox-dialect';
 import { failedSettlement, settleBatch } from '../../lib/engine/settlement';
 
 const policy = { backoff: { baseMs: 100, maxMs: 10_000, jitter: 0 }, lastErrorMaxLength: 200 };
-const claim = (attempts: number, maxAttempts = 5) => ({ id: '1', claimToken: 't', attempts, maxAttempts });
+const claim = (attempts: number, maxAttempts = 5) => ({ id: '1', claimToken: 't', attempts, maxAttempts, orderingKey: null });
 
 describe('failedSettlement', () => {
   it('schedules a retry with backoff for a retryable error', () => {
@@ -33,7 +33,7 @@ describe('failedSettlement', () => {
 
 describe('settleBatch', () => {
   it('sorts send results into DONE claims and failed settlements', () => {
-    const message = (id: string) => ({ id, claimToken: 'tok', attempts: 0, maxAttempts: 3 }) as ClaimedMessage;
+    const message = (id: string) => ({ id, claimToken: 'tok', attempts: 0, maxAttempts: 3, orderingKey: null }) as ClaimedMessage;
     const result = settleBatch(
       [message('1'), message('2'), message('3')],
       [{ status: 'fulfilled', value: undefined }, { status: 'rejected', reason: new Error('nope') }, { status: 'fulfilled', value: undefined }],

@@ -2,7 +2,7 @@ import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { Repository } from 'typeorm';
-import { MessageStatus, OutboxMessageEntity, OutboxMessageRecord, OutboxService } from '../../../lib';
+import { MessageStatus, OutboxAdmin, OutboxService } from '../../../lib';
 import { Order, OrderStatus } from './order.entity';
 import { ORDER_PAID, ORDERS_EXCHANGE, OrderPaidEvent, orderPaidBizKey } from './orders.constants';
 
@@ -18,6 +18,7 @@ export class OrdersService {
   constructor(
     private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>,
     private readonly outbox: OutboxService,
+    private readonly outboxAdmin: OutboxAdmin,
   ) {}
 
   @Transactional()
@@ -97,9 +98,7 @@ export class OrdersService {
 
   /** Why `outbox.cancel()` found nothing to abandon, in words for the API client. */
   private async whyNotCancellable(id: number): Promise<string> {
-    const message = await this.txHost.tx
-      .getRepository<OutboxMessageRecord>(OutboxMessageEntity)
-      .findOne({ where: { bizKey: orderPaidBizKey(id), messageType: ORDER_PAID }, select: { status: true, processedAt: true } });
+    const message = await this.outboxAdmin.findMessage({ bizKey: orderPaidBizKey(id), type: ORDER_PAID });
     const prefix = `Order ${id} cannot be cancelled:`;
     switch (message?.status) {
       case MessageStatus.DONE:

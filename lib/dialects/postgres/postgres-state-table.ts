@@ -1,20 +1,39 @@
 import { DataSource } from 'typeorm';
-import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, StateTable } from '../engine/state-table';
-import { MessageStatus } from '../message/message-status';
-import { execute, SqlTarget } from './sql-executor';
+import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import { MessageStatus } from '../../message/message-status';
+import { execute, SqlTarget } from '../sql-executor';
 
-const { PENDING, PROCESSING, DONE, FAILED, ABANDONED } = MessageStatus;
+const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
 /** `status IN (claimable)`, matching the partial claim index. */
 export const PG_CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
+/** Not finished: such a row holds back the later rows of its ordering key (partial ordering index). */
+export const PG_UNFINISHED = `status IN ('${PENDING}', '${PROCESSING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
+
+/**
+ * The claim filter's ordering rule for candidate rows aliased `c`: a row with an ordering key is
+ * claimable only when no earlier row of its key (and consumer, in the inbox) is unfinished.
+ */
+export function pgOrderingRule(table: string, scope: string): string {
+  return `(c.ordering_key IS NULL OR NOT EXISTS (
+             SELECT 1 FROM ${table} AS e
+             WHERE e.ordering_key = c.ordering_key${scope ? ` AND e.${scope} = c.${scope}` : ''} AND e.id < c.id AND e.${PG_UNFINISHED}))`;
+}
 
 /**
  * PostgreSQL transitions shared by the outbox and inbox tables: batch settles through `unnest`
  * (one statement per outcome per batch), each row fenced by its claim token.
  */
 export class PostgresStateTable implements StateTable {
-  /** @param table the schema-qualified, quoted table name */
-  constructor(protected readonly table: string, readonly label: string) {}
+  /**
+   * @param table the schema-qualified, quoted table name
+   * @param scope the column that scopes message ids and ordering keys (`consumer` in the inbox)
+   */
+  constructor(
+    protected readonly table: string,
+    readonly label: string,
+    private readonly scope: 'consumer' | null,
+  ) {}
 
   async settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number> {
     if (claims.length === 0) return 0;
@@ -69,7 +88,7 @@ export class PostgresStateTable implements StateTable {
   async findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]> {
     const result = await execute(
       dataSource,
-      `SELECT id, claim_token, attempts, max_attempts, claimed_by FROM ${this.table}
+      `SELECT id, claim_token, attempts, max_attempts, claimed_by, ordering_key FROM ${this.table}
        WHERE status = '${PROCESSING}' AND claimed_at < now() - $1 * interval '1 millisecond'
        ORDER BY claimed_at LIMIT $2`,
       [olderThanMs, limit],
@@ -79,6 +98,7 @@ export class PostgresStateTable implements StateTable {
       claimToken: r.claim_token,
       attempts: r.attempts,
       maxAttempts: r.max_attempts,
+      orderingKey: r.ordering_key,
       claimedBy: r.claimed_by,
     }));
   }
@@ -109,6 +129,60 @@ export class PostgresStateTable implements StateTable {
       [olderThanMs, limit],
     );
     return result.records.length;
+  }
+
+  async findParkedKeys(dataSource: DataSource, limit: number): Promise<ParkedKey[]> {
+    const scope = this.scope ? `AND w.${this.scope} = c.${this.scope}` : '';
+    const result = await execute(
+      dataSource,
+      `SELECT c.ordering_key, ${this.scope ? `c.${this.scope}` : 'NULL'} AS scope, c.message_id, c.message_type,
+              c.attempts, c.last_error,
+              (SELECT count(*) FROM ${this.table} AS w
+               WHERE w.ordering_key = c.ordering_key ${scope} AND w.id > c.id AND w.${PG_UNFINISHED}) AS waiting
+       FROM ${this.table} AS c
+       WHERE c.status = '${MANUAL_REQUIRED}' AND c.ordering_key IS NOT NULL AND ${pgOrderingRule(this.table, this.scope ?? '')}
+       ORDER BY c.id LIMIT $1`,
+      [limit],
+    );
+    return result.records.map((r) => ({
+      orderingKey: r.ordering_key,
+      consumer: r.scope,
+      messageId: r.message_id,
+      type: r.message_type,
+      attempts: r.attempts,
+      lastError: r.last_error,
+      waiting: Number(r.waiting),
+    }));
+  }
+
+  async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} SET status = '${PENDING}', attempts = 0, next_attempt_at = now()
+       WHERE ${this.refFilter()} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
+       RETURNING id`,
+      this.refParams(ref),
+    );
+    return result.records.length > 0;
+  }
+
+  async abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = now()
+       WHERE ${this.refFilter()} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')
+       RETURNING id`,
+      this.refParams(ref),
+    );
+    return result.records.length > 0;
+  }
+
+  private refFilter(): string {
+    return this.scope ? `message_id = $1 AND ${this.scope} = $2` : 'message_id = $1';
+  }
+
+  private refParams(ref: MessageRef): unknown[] {
+    return this.scope ? [ref.messageId, ref.consumer ?? ''] : [ref.messageId];
   }
 }
 

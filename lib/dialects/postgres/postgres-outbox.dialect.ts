@@ -1,10 +1,10 @@
 import { DataSource, EntityManager } from 'typeorm';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
-import { MessageStatus } from '../message/message-status';
-import { NewOutboxRow } from '../message/validate-message';
-import { ClaimedMessage, OutboxDialect } from './outbox-dialect';
-import { compareIds, PG_CLAIMABLE, PostgresStateTable } from './postgres-state-table';
-import { execute } from './sql-executor';
+import { MessageStatus } from '../../message/message-status';
+import { NewOutboxRow } from '../../message/validate-message';
+import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
+import { compareIds, PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
+import { execute, SqlTarget } from '../sql-executor';
 
 const { PENDING, PROCESSING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const CLAIMABLE = PG_CLAIMABLE;
@@ -22,6 +22,7 @@ interface ClaimedRow {
   headers: string;
   attempts: number;
   max_attempts: number;
+  ordering_key: string | null;
   created_at: Date;
 }
 
@@ -32,7 +33,7 @@ interface ClaimedRow {
 export class PostgresOutboxDialect extends PostgresStateTable implements OutboxDialect {
   /** @param table the schema-qualified, quoted table name */
   constructor(table: string) {
-    super(table, 'outbox');
+    super(table, 'outbox', null);
   }
 
   async insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean> {
@@ -64,12 +65,12 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
       dataSource,
       `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = $1, claimed_at = now(), claimed_by = $2
        WHERE id IN (
-         SELECT id FROM ${this.table}
-         WHERE ${CLAIMABLE} AND next_attempt_at <= now()
-         ORDER BY id LIMIT $3
-         FOR UPDATE SKIP LOCKED)
+         SELECT c.id FROM ${this.table} AS c
+         WHERE c.${CLAIMABLE} AND c.next_attempt_at <= now() AND ${pgOrderingRule(this.table, '')}
+         ORDER BY c.id LIMIT $3
+         FOR UPDATE OF c SKIP LOCKED)
        RETURNING id, claim_token, message_id, message_type, exchange, routing_key,
-                 payload::text AS payload, headers::text AS headers, attempts, max_attempts, created_at`,
+                 payload::text AS payload, headers::text AS headers, attempts, max_attempts, ordering_key, created_at`,
       [claimToken, claimedBy, limit],
     );
     return (result.records as ClaimedRow[])
@@ -84,13 +85,11 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
         headers: JSON.parse(r.headers) as Record<string, unknown>,
         attempts: r.attempts,
         maxAttempts: r.max_attempts,
+        orderingKey: r.ordering_key,
         createdAt: r.created_at,
       }))
       .sort((a, b) => compareIds(a.id, b.id));
   }
-
-
-
 
   async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
     const result = await execute(
@@ -103,7 +102,29 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     return result.records.length;
   }
 
-
+  async findMessage(target: SqlTarget, query: OutboxMessageQuery): Promise<OutboxMessageState | null> {
+    const [filter, params] = 'messageId' in query ? ['message_id = $1', [query.messageId]] : ['biz_key = $1 AND message_type = $2', [query.bizKey, query.type]];
+    const result = await execute(
+      target,
+      `SELECT message_id, message_type, biz_key, ordering_key, status, attempts, last_error, created_at, processed_at
+       FROM ${this.table} WHERE ${filter} LIMIT 1`,
+      params,
+    );
+    const r = result.records[0];
+    return r
+      ? {
+          messageId: r.message_id,
+          type: r.message_type,
+          bizKey: r.biz_key,
+          orderingKey: r.ordering_key,
+          status: r.status,
+          attempts: r.attempts,
+          lastError: r.last_error,
+          createdAt: r.created_at,
+          processedAt: r.processed_at,
+        }
+      : null;
+  }
 
   async notifyPublished(manager: EntityManager, channel: string): Promise<void> {
     await execute(manager, `SELECT pg_notify($1, '')`, [channel]);

@@ -1,20 +1,20 @@
 import { DataSource, EntityManager } from 'typeorm';
-import { MessageStatus } from '../message/message-status';
-import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from './inbox-dialect';
-import { compareIds, PG_CLAIMABLE, PostgresStateTable } from './postgres-state-table';
-import { execute } from './sql-executor';
+import { MessageStatus } from '../../message/message-status';
+import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
+import { compareIds, PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
+import { execute } from '../sql-executor';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
 const UNIQUE_VIOLATION = '23505';
 
-const COLUMNS = 'consumer, message_id, message_type, biz_key, exchange, routing_key, payload, headers, max_attempts';
-const VALUES = '$1, $2, $3, $4, $5, $6, $7, $8, $9';
-const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
+const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
+const VALUES = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10';
+const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.orderingKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
 
 /** PostgreSQL inbox: dedupe through unique keys and `ON CONFLICT`, claims with SKIP LOCKED. */
 export class PostgresInboxDialect extends PostgresStateTable implements InboxDialect {
   constructor(table: string) {
-    super(table, 'inbox');
+    super(table, 'inbox', 'consumer');
   }
 
   async acquire(manager: EntityManager, row: InboxRow): Promise<InboxAcquisition> {
@@ -50,10 +50,10 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
       const result = await execute(
         dataSource,
         `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-         VALUES (${VALUES}, CASE WHEN $10 OR $9 <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, $11)
+         VALUES (${VALUES}, CASE WHEN $11 OR $10 <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, $12)
          ON CONFLICT (consumer, message_id) DO UPDATE
            SET attempts = t.attempts + 1, last_error = EXCLUDED.last_error,
-               status = CASE WHEN $10 OR t.attempts + 1 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
+               status = CASE WHEN $11 OR t.attempts + 1 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
            WHERE t.status = '${FAILED}'
          RETURNING status, attempts`,
         [...params(row), fatal, error],
@@ -82,12 +82,13 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
       dataSource,
       `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = $1, claimed_at = now(), claimed_by = $2
        WHERE id IN (
-         SELECT id FROM ${this.table}
-         WHERE ${PG_CLAIMABLE} AND next_attempt_at <= now() AND consumer = ANY($4)
-         ORDER BY id LIMIT $3
-         FOR UPDATE SKIP LOCKED)
+         SELECT c.id FROM ${this.table} AS c
+         WHERE c.${PG_CLAIMABLE} AND c.next_attempt_at <= now() AND c.consumer = ANY($4)
+           AND ${pgOrderingRule(this.table, 'consumer')}
+         ORDER BY c.id LIMIT $3
+         FOR UPDATE OF c SKIP LOCKED)
        RETURNING id, claim_token, consumer, message_id, message_type, exchange, routing_key, payload,
-                 headers::text AS headers, attempts, max_attempts`,
+                 headers::text AS headers, attempts, max_attempts, ordering_key`,
       [claimToken, claimedBy, limit, consumers],
     );
     return result.records
@@ -103,6 +104,7 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
         headers: JSON.parse(r.headers) as Record<string, unknown>,
         attempts: r.attempts,
         maxAttempts: r.max_attempts,
+        orderingKey: r.ordering_key,
       }))
       .sort((a, b) => compareIds(a.id, b.id));
   }

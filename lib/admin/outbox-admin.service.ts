@@ -1,0 +1,84 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { InboxDialect } from '../dialects/inbox-dialect';
+import { OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../dialects/outbox-dialect';
+import { ParkedKey } from '../engine/state-table';
+import { OutboxError } from '../errors';
+import { InboxWakeup } from '../inbox/inbox-wakeup';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../outbox.constants';
+import { OutboxWakeup } from '../outbox/outbox-wakeup';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const DEFAULT_LIMIT = 100;
+
+/**
+ * Operator actions on messages that need a human: lists ordering keys parked behind a
+ * MANUAL_REQUIRED head, and requeues or abandons one message (which releases its key, in
+ * order). Each action is one statement, safe to run from any instance.
+ */
+@Injectable()
+export class OutboxAdmin {
+  constructor(
+    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_DIALECT) private readonly outbox: OutboxDialect,
+    @Inject(INBOX_DIALECT) private readonly inbox: InboxDialect,
+    private readonly outboxWakeup: OutboxWakeup,
+    private readonly inboxWakeup: InboxWakeup,
+  ) {}
+
+  /** Where an outbox message stands (by id, or by business key and type); null when there is none. */
+  findMessage(query: OutboxMessageQuery): Promise<OutboxMessageState | null> {
+    const normalised = 'messageId' in query ? { messageId: outboxMessageId(query.messageId) } : query;
+    return this.outbox.findMessage(this.dataSource, normalised);
+  }
+
+  /** Outbox ordering keys whose first unsent message is MANUAL_REQUIRED, with its error. */
+  parkedKeys(limit = DEFAULT_LIMIT): Promise<ParkedKey[]> {
+    return this.outbox.findParkedKeys(this.dataSource, limit);
+  }
+
+  /** Deferred-inbox ordering keys (per consumer) whose first unprocessed delivery is MANUAL_REQUIRED. */
+  parkedInboxKeys(limit = DEFAULT_LIMIT): Promise<ParkedKey[]> {
+    return this.inbox.findParkedKeys(this.dataSource, limit);
+  }
+
+  /**
+   * Sends a FAILED or MANUAL_REQUIRED outbox message again, with a fresh attempt budget.
+   * @returns false when no such message is in one of those states
+   */
+  async requeue(messageId: string): Promise<boolean> {
+    const requeued = await this.outbox.requeue(this.dataSource, { messageId: outboxMessageId(messageId) });
+    if (requeued) this.outboxWakeup.wake();
+    return requeued;
+  }
+
+  /**
+   * Gives up on an unsent (PENDING, FAILED or MANUAL_REQUIRED) outbox message: it becomes
+   * ABANDONED and is never sent; later messages of its ordering key go on.
+   * @returns false when no such message is in one of those states
+   */
+  async abandon(messageId: string): Promise<boolean> {
+    const abandoned = await this.outbox.abandon(this.dataSource, { messageId: outboxMessageId(messageId) });
+    if (abandoned) this.outboxWakeup.wake();
+    return abandoned;
+  }
+
+  /** Processes a FAILED or MANUAL_REQUIRED deferred inbox delivery again, with a fresh attempt budget. */
+  async requeueInbox(consumer: string, messageId: string): Promise<boolean> {
+    const requeued = await this.inbox.requeue(this.dataSource, { consumer, messageId });
+    if (requeued) this.inboxWakeup.wake();
+    return requeued;
+  }
+
+  /** Gives up on an unprocessed inbox delivery: it becomes ABANDONED and its handler never runs. */
+  async abandonInbox(consumer: string, messageId: string): Promise<boolean> {
+    const abandoned = await this.inbox.abandon(this.dataSource, { consumer, messageId });
+    if (abandoned) this.inboxWakeup.wake();
+    return abandoned;
+  }
+}
+
+function outboxMessageId(messageId: string): string {
+  if (typeof messageId !== 'string' || !UUID.test(messageId)) throw new OutboxError(`messageId must be a UUID, got ${JSON.stringify(messageId)}`);
+  return messageId.toLowerCase();
+}

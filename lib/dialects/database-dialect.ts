@@ -1,0 +1,24 @@
+import { InboxDialect } from './inbox-dialect';
+import { OutboxDialect } from './outbox-dialect';
+
+/** A table's DDL request: its plain name (for index names) and its quoted, qualified name. */
+export interface TableDdl {
+  table: string;
+  quoted: string;
+  /** Start-up creation for `synchronize`: every statement is a no-op when the object exists. */
+  ifNotExists: boolean;
+}
+
+/**
+ * Everything that differs between databases, for one DataSource: the outbox and inbox SQL, and
+ * the tables' DDL (used by the migrations and by start-up creation alike, so both make the
+ * same tables). One implementation per database, chosen from the driver by `resolveDialect`.
+ */
+export interface DatabaseDialect {
+  /** For logs and errors, e.g. `postgres`, `mariadb 10.11 (SKIP LOCKED)`. */
+  readonly description: string;
+  outbox(quotedTable: string): OutboxDialect;
+  inbox(quotedTable: string): InboxDialect;
+  outboxTableDdl(request: TableDdl): string[];
+  inboxTableDdl(request: TableDdl): string[];
+}

@@ -1,0 +1,78 @@
+import { TableDdl } from '../database-dialect';
+import { inboxIndexNames, outboxIndexNames, stateIndexNames } from '../index-names';
+import { PG_CLAIMABLE, PG_UNFINISHED } from './postgres-state-table';
+
+/** The state-machine columns both tables end with. */
+const STATE_COLUMNS = `
+  "status" character varying(20) NOT NULL,
+  "attempts" integer NOT NULL DEFAULT 0,
+  "max_attempts" integer NOT NULL,
+  "next_attempt_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
+  "claimed_at" TIMESTAMP WITH TIME ZONE,
+  "claim_token" uuid,
+  "claimed_by" character varying(200),
+  "last_error" text,
+  "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
+  "processed_at" TIMESTAMP WITH TIME ZONE,`;
+
+/**
+ * The claim, reclaim and ordering indexes. Partial, so that their cost does not grow with
+ * retained DONE history.
+ */
+function stateIndexes({ table, quoted, ifNotExists }: TableDdl, orderingScope: string): string[] {
+  const names = stateIndexNames(table);
+  const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
+  return [
+    `CREATE INDEX ${ine}"${names.claimable}" ON ${quoted} ("id") WHERE ${PG_CLAIMABLE}`,
+    `CREATE INDEX ${ine}"${names.processing}" ON ${quoted} ("claimed_at") WHERE status = 'PROCESSING'`,
+    `CREATE INDEX ${ine}"${names.ordering}" ON ${quoted} (${orderingScope}"ordering_key", "id")
+     WHERE ordering_key IS NOT NULL AND ${PG_UNFINISHED}`,
+  ];
+}
+
+export function postgresOutboxTableDdl(request: TableDdl): string[] {
+  const names = outboxIndexNames(request.table);
+  return [
+    `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
+  "id" BIGSERIAL NOT NULL,
+  "message_id" uuid NOT NULL,
+  "message_type" character varying(255) NOT NULL,
+  "biz_key" character varying(255),
+  "ordering_key" character varying(255),
+  "exchange" character varying(255) NOT NULL,
+  "routing_key" character varying(255) NOT NULL,
+  "payload" json NOT NULL,
+  "headers" json NOT NULL,${STATE_COLUMNS}
+  CONSTRAINT "${names.messageId}" UNIQUE ("message_id"),
+  -- biz_key first: cancel(bizKey) without a type can use it too.
+  CONSTRAINT "${names.typeBizKey}" UNIQUE ("biz_key", "message_type"),
+  CONSTRAINT "${names.primaryKey}" PRIMARY KEY ("id")
+)`,
+    ...stateIndexes(request, ''),
+  ];
+}
+
+export function postgresInboxTableDdl(request: TableDdl): string[] {
+  const names = inboxIndexNames(request.table);
+  const ine = request.ifNotExists ? 'IF NOT EXISTS ' : '';
+  return [
+    `CREATE TABLE ${ine}${request.quoted} (
+  "id" BIGSERIAL NOT NULL,
+  "consumer" character varying(200) NOT NULL,
+  "message_id" character varying(255) NOT NULL,
+  "message_type" character varying(255) NOT NULL DEFAULT '',
+  "biz_key" character varying(255),
+  "ordering_key" character varying(255),
+  "exchange" character varying(255) NOT NULL,
+  "routing_key" character varying(255) NOT NULL,
+  "payload" text NOT NULL,
+  "headers" json NOT NULL,${STATE_COLUMNS}
+  CONSTRAINT "${names.consumerMessageId}" UNIQUE ("consumer", "message_id"),
+  CONSTRAINT "${names.primaryKey}" PRIMARY KEY ("id")
+)`,
+    // Partial: most deliveries have no business key and need no entry here.
+    `CREATE UNIQUE INDEX ${ine}"${names.consumerBizKey}" ON ${request.quoted} ("consumer", "biz_key", "message_type")
+     WHERE biz_key IS NOT NULL`,
+    ...stateIndexes(request, '"consumer", '),
+  ];
+}
