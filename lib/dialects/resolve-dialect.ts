@@ -1,7 +1,9 @@
 import { DataSource } from 'typeorm';
 import { OutboxError } from '../errors';
 import { DatabaseDialect } from './database-dialect';
+import { createMysqlDialect } from './mysql/mysql.dialect';
 import { PostgresDialect } from './postgres/postgres.dialect';
+import { createSqliteDialect } from './sqlite/sqlite.dialect';
 
 /**
  * Picks the dialect from the DataSource's driver (there is no option to set), asking the server
@@ -12,6 +14,11 @@ export async function resolveDialect(dataSource: DataSource): Promise<DatabaseDi
   switch (type) {
     case 'postgres':
       return new PostgresDialect();
+    case 'mysql':
+    case 'mariadb':
+      return createMysqlDialect(dataSource);
+    case 'better-sqlite3':
+      return createSqliteDialect(dataSource);
     default:
       throw new OutboxError(`nestjs-outbox does not support the "${type}" driver; supported: postgres, mysql, mariadb, better-sqlite3`);
   }
