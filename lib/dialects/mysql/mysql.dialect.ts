@@ -1,8 +1,61 @@
+import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { OutboxError } from '../../errors';
-import { DatabaseDialect } from '../database-dialect';
+import { DatabaseDialect, TableDdl } from '../database-dialect';
+import { InboxDialect } from '../inbox-dialect';
+import { OutboxDialect } from '../outbox-dialect';
+import { MysqlClaimStrategy } from './mysql-claim';
+import { ConditionalUpdateClaim } from './mysql-conditional-claim';
+import { MysqlInboxDialect } from './mysql-inbox.dialect';
+import { MysqlOutboxDialect } from './mysql-outbox.dialect';
+import { mysqlInboxTableDdl, mysqlOutboxTableDdl } from './mysql-schema';
+import { detectMysqlServer, MysqlServer } from './mysql-server';
+import { SkipLockedClaim } from './mysql-skip-locked-claim';
 
-/** MySQL 8 / MariaDB. */
+/**
+ * MySQL 8 / MariaDB: UTC DATETIME(6) times from the database clock, composite indexes instead of
+ * partial ones, claims with SKIP LOCKED where the server has it and conditional UPDATEs where it
+ * has not. No NOTIFY: in-process wake-ups and polling find new rows.
+ */
+export class MysqlDialect implements DatabaseDialect {
+  readonly description: string;
+
+  /** @param claimStrategy how rows are claimed; by default the best the server supports */
+  constructor(
+    readonly server: MysqlServer,
+    readonly claimStrategy: MysqlClaimStrategy = defaultClaimStrategy(server),
+  ) {
+    this.description = `${server.flavor} ${server.version} (${claimStrategy.name})`;
+  }
+
+  outbox(quotedTable: string): OutboxDialect {
+    return new MysqlOutboxDialect(quotedTable, this.claimStrategy);
+  }
+
+  inbox(quotedTable: string): InboxDialect {
+    return new MysqlInboxDialect(quotedTable, this.claimStrategy);
+  }
+
+  outboxTableDdl(request: TableDdl): string[] {
+    return mysqlOutboxTableDdl(request, this.server);
+  }
+
+  inboxTableDdl(request: TableDdl): string[] {
+    return mysqlInboxTableDdl(request, this.server);
+  }
+}
+
+/** SKIP LOCKED claims where the server has them; conditional UPDATEs on older servers. */
+export function defaultClaimStrategy(server: MysqlServer): MysqlClaimStrategy {
+  return server.skipLocked ? new SkipLockedClaim(server.lockingOf) : new ConditionalUpdateClaim();
+}
+
+/** MySQL 8 / MariaDB, as the connected server supports them. */
 export async function createMysqlDialect(dataSource: DataSource): Promise<DatabaseDialect> {
-  throw new OutboxError(`the ${dataSource.driver.options.type} dialect is not built yet`);
+  const dialect = new MysqlDialect(await detectMysqlServer(dataSource));
+  if (!dialect.server.skipLocked) {
+    new Logger('OutboxModule').log(
+      `${dialect.server.flavor} ${dialect.server.version} has no SKIP LOCKED (MySQL 8.0.1+, MariaDB 10.6+): rows are claimed with conditional UPDATEs`,
+    );
+  }
+  return dialect;
 }

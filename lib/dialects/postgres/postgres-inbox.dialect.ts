@@ -1,7 +1,8 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
-import { compareIds, PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
+import { compareIds } from '../compare-ids';
+import { PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
 import { execute } from '../sql-executor';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;

@@ -3,7 +3,8 @@ import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
 import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
-import { compareIds, PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
+import { compareIds } from '../compare-ids';
+import { PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
 import { execute, SqlTarget } from '../sql-executor';
 
 const { PENDING, PROCESSING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;

@@ -158,7 +158,7 @@ export class PostgresStateTable implements StateTable {
   async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
     const result = await execute(
       dataSource,
-      `UPDATE ${this.table} SET status = '${PENDING}', attempts = 0, next_attempt_at = now()
+      `UPDATE ${this.table} SET status = '${this.requeuedStatus}', attempts = 0, next_attempt_at = now()
        WHERE ${this.refFilter()} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
        RETURNING id`,
       this.refParams(ref),
@@ -177,6 +177,14 @@ export class PostgresStateTable implements StateTable {
     return result.records.length > 0;
   }
 
+  /**
+   * PENDING in the outbox. FAILED in the inbox: the one state from which both a deferred worker
+   * claims a row and a transactional-mode redelivery takes it over.
+   */
+  private get requeuedStatus(): MessageStatus {
+    return this.scope ? FAILED : PENDING;
+  }
+
   private refFilter(): string {
     return this.scope ? `message_id = $1 AND ${this.scope} = $2` : 'message_id = $1';
   }
@@ -184,9 +192,4 @@ export class PostgresStateTable implements StateTable {
   private refParams(ref: MessageRef): unknown[] {
     return this.scope ? [ref.messageId, ref.consumer ?? ''] : [ref.messageId];
   }
-}
-
-/** Orders bigint ids given as strings without losing precision. */
-export function compareIds(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

@@ -1,0 +1,163 @@
+import { DataSource, EntityManager } from 'typeorm';
+import { OutboxError } from '../../errors';
+import { MessageStatus } from '../../message/message-status';
+import { compareIds } from '../compare-ids';
+import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
+import { execute } from '../sql-executor';
+import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
+import { NOW } from './mysql-sql';
+import { MysqlStateTable } from './mysql-state-table';
+
+const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
+
+const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
+const VALUES = '?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
+const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.orderingKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
+/** The longest consumer name the table holds (VARCHAR(200)). */
+const CONSUMER_MAX = 200;
+
+/** An inbox row locked for the rest of the transaction. */
+interface LockedRow {
+  id: string;
+  status: MessageStatus;
+  attempts: number;
+  max_attempts: number;
+}
+
+/**
+ * MySQL/MariaDB inbox: dedupe through the unique keys and `INSERT IGNORE`, claims through the
+ * server's claim strategy.
+ *
+ * `INSERT IGNORE` turns every error the row could raise into a warning, not only the duplicate
+ * key. Safe here: `identifyDelivery` keeps message id, type, business and ordering keys within
+ * 255 characters, exchange and routing key are AMQP short strings (at most 255 bytes), payload and
+ * headers are LONGTEXT; the consumer name, the one text no one else bounds, is checked below.
+ *
+ * When an insert finds the row already there, it holds a shared lock on that row's unique-key
+ * entry. The row is then looked up without a lock and locked by primary key: locking it through
+ * the unique key as well would upgrade the shared lock, which deadlocks two deliveries of one
+ * message that both hold it.
+ */
+export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
+  private readonly claimTarget: ClaimTarget;
+
+  /** @param quotedTable the quoted table name */
+  constructor(
+    quotedTable: string,
+    private readonly claimStrategy: MysqlClaimStrategy,
+  ) {
+    super(quotedTable, 'inbox', 'consumer');
+    this.claimTarget = {
+      table: this.indexed,
+      scope: 'consumer',
+      columns: `CAST(id AS CHAR) AS id, claim_token, consumer, message_id, message_type, exchange, routing_key, payload, headers,
+                attempts, max_attempts, ordering_key`,
+    };
+  }
+
+  async acquire(manager: EntityManager, row: InboxRow): Promise<InboxAcquisition> {
+    assertConsumerFits(row);
+    // Waits for a transaction inserting the same message (its key entry is locked) and then
+    // inserts nothing when that one committed.
+    const inserted = await execute(
+      manager,
+      `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, processed_at, next_attempt_at, created_at)
+       VALUES (${VALUES}, '${DONE}', ${NOW}, ${NOW}, ${NOW})`,
+      params(row),
+    );
+    if (inserted.affected === 1) return { kind: 'process', id: String(inserted.raw.insertId) };
+    // The row exists, committed. Locked so that a concurrent redelivery after failed attempts is
+    // processed by one transaction only.
+    const found = await this.lockExisting(manager, row, true);
+    if (!found) return { kind: 'duplicate', status: DONE };
+    if (found.status !== FAILED) return { kind: 'duplicate', status: found.status };
+    await execute(manager, `UPDATE ${this.table} SET status = '${DONE}', processed_at = ${NOW}, last_error = NULL WHERE id = ?`, [BigInt(found.id)]);
+    return { kind: 'process', id: found.id };
+  }
+
+  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<{ status: MessageStatus; attempts: number } | undefined> {
+    assertConsumerFits(row);
+    // An upsert in a short transaction of its own: MySQL's ON DUPLICATE KEY UPDATE has no WHERE,
+    // would update whichever row a key collided with, and does not say whether it inserted.
+    return dataSource.transaction(async (tx) => {
+      const firstStatus = fatal || row.maxAttempts <= 1 ? MANUAL_REQUIRED : FAILED;
+      const inserted = await execute(
+        tx,
+        `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, attempts, last_error, next_attempt_at, created_at)
+         VALUES (${VALUES}, ?, 1, ?, ${NOW}, ${NOW})`,
+        [...params(row), firstStatus, error],
+      );
+      if (inserted.affected === 1) return { status: firstStatus, attempts: 1 };
+      // Only this delivery's own row counts an attempt: none (another row holds the same
+      // consumer, bizKey and type) or one already handled means the delivery is a duplicate.
+      const found = await this.lockExisting(tx, row, false);
+      if (!found || found.status !== FAILED) return undefined;
+      const attempts = found.attempts + 1;
+      const status = fatal || attempts >= found.max_attempts ? MANUAL_REQUIRED : FAILED;
+      await execute(tx, `UPDATE ${this.table} SET attempts = ?, last_error = ?, status = ? WHERE id = ?`, [attempts, error, status, BigInt(found.id)]);
+      return { status, attempts };
+    });
+  }
+
+  async insertPending(dataSource: DataSource, row: InboxRow): Promise<boolean> {
+    assertConsumerFits(row);
+    const result = await execute(
+      dataSource,
+      `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, next_attempt_at, created_at) VALUES (${VALUES}, '${PENDING}', ${NOW}, ${NOW})`,
+      params(row),
+    );
+    return result.affected === 1;
+  }
+
+  async claim(dataSource: DataSource, consumers: string[], limit: number, claimToken: string, claimedBy: string): Promise<ClaimedInboxMessage[]> {
+    if (consumers.length === 0) return [];
+    const target = { ...this.claimTarget, filter: { sql: 'c.consumer IN (?)', params: [consumers] } };
+    const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
+    return rows
+      .map((r) => ({
+        id: r.id,
+        claimToken: r.claim_token,
+        consumer: r.consumer,
+        messageId: r.message_id,
+        type: r.message_type,
+        exchange: r.exchange,
+        routingKey: r.routing_key,
+        payload: r.payload,
+        headers: JSON.parse(r.headers) as Record<string, unknown>,
+        attempts: r.attempts,
+        maxAttempts: r.max_attempts,
+        orderingKey: r.ordering_key,
+      }))
+      .sort((a, b) => compareIds(a.id, b.id));
+  }
+
+  /**
+   * The existing row of a delivery (by message id, or by type + bizKey when `byBizKey`, the
+   * oldest first), locked by primary key. The plain read sees it: the insert before waited for its
+   * writer, and is the first statement of the transaction, so the snapshot is taken after.
+   */
+  private async lockExisting(manager: EntityManager, row: InboxRow, byBizKey: boolean): Promise<LockedRow | undefined> {
+    const byMessageId = `(SELECT id FROM ${this.table} WHERE consumer = ? AND message_id = ?)`;
+    const found = await execute(
+      manager,
+      byBizKey && row.bizKey !== null
+        ? `${byMessageId} UNION ALL (SELECT id FROM ${this.table} WHERE consumer = ? AND biz_key = ? AND message_type = ?) ORDER BY id LIMIT 1`
+        : byMessageId,
+      byBizKey && row.bizKey !== null ? [row.consumer, row.messageId, row.consumer, row.bizKey, row.type] : [row.consumer, row.messageId],
+    );
+    if (found.records.length === 0) return undefined;
+    const locked = await execute(
+      manager,
+      `SELECT CAST(id AS CHAR) AS id, status, attempts, max_attempts FROM ${this.table} WHERE id = ? FOR UPDATE`,
+      [BigInt(found.records[0].id)],
+    );
+    return locked.records[0] as LockedRow | undefined;
+  }
+}
+
+/** PostgreSQL refuses a consumer name longer than its column; `INSERT IGNORE` would cut it. */
+function assertConsumerFits(row: InboxRow): void {
+  if (row.consumer.length > CONSUMER_MAX) {
+    throw new OutboxError(`inbox consumer name is longer than ${CONSUMER_MAX} characters: ${row.consumer.slice(0, 40)}...`);
+  }
+}

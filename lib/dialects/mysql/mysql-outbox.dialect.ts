@@ -1,0 +1,138 @@
+import { DataSource, EntityManager } from 'typeorm';
+import { MessageStatus } from '../../message/message-status';
+import { NewOutboxRow } from '../../message/validate-message';
+import { compareIds } from '../compare-ids';
+import { outboxIndexNames } from '../index-names';
+import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
+import { execute, SqlTarget } from '../sql-executor';
+import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
+import { forceIndex, isoTime, NOW, toDate } from './mysql-sql';
+import { MysqlStateTable } from './mysql-state-table';
+
+const { PENDING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
+/** Never sent: a reverted business event may abandon them. */
+const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
+
+interface ClaimedRow {
+  id: string;
+  claim_token: string;
+  message_id: string;
+  message_type: string;
+  exchange: string;
+  routing_key: string;
+  payload: string;
+  headers: string;
+  attempts: number;
+  max_attempts: number;
+  ordering_key: string | null;
+  created_at: string;
+}
+
+/**
+ * MySQL/MariaDB outbox: claims through the server's claim strategy, inserts that are no-ops for
+ * duplicates. No NOTIFY: other instances find new rows by polling. Settles come from the shared
+ * state table.
+ */
+export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect {
+  private readonly claimTarget: ClaimTarget;
+
+  /** @param quotedTable the quoted table name */
+  constructor(
+    quotedTable: string,
+    private readonly claimStrategy: MysqlClaimStrategy,
+  ) {
+    super(quotedTable, 'outbox', null);
+    this.claimTarget = {
+      table: this.indexed,
+      scope: null,
+      columns: `CAST(id AS CHAR) AS id, claim_token, message_id, message_type, exchange, routing_key, payload, headers,
+                attempts, max_attempts, ordering_key, ${isoTime('created_at', 'created_at')}`,
+    };
+  }
+
+  async insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean> {
+    // IGNORE turns every error the row could raise into a warning (a value too long is cut, a bad
+    // one coerced), not only the duplicate key. Safe here: `toNewOutboxRow` checked the row, so
+    // its texts fit their 255-character columns, the message id is a UUID, payload and headers
+    // are JSON text (LONGTEXT, no constraint) and the attempt budget is a positive integer.
+    // `ON DUPLICATE KEY UPDATE id = id` would not tell an insert from a duplicate: with mysql2's
+    // default FOUND_ROWS flag both report one row.
+    const result = await execute(
+      manager,
+      `INSERT IGNORE INTO ${this.table}
+         (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?, ${NOW}, ${NOW})`,
+      [row.messageId, row.type, row.bizKey, row.orderingKey, row.exchange, row.routingKey, row.payload, row.headers, row.maxAttempts],
+    );
+    return result.affected === 1;
+  }
+
+  async findDuplicateMessageId(manager: EntityManager, row: NewOutboxRow): Promise<string | null> {
+    // Locking reads: under REPEATABLE READ a plain read would use the transaction's snapshot, which
+    // may predate the row the insert collided with. One unique lookup at a time, message id first,
+    // so a lookup that finds nothing locks only a gap between two random UUIDs.
+    const byMessageId = await execute(manager, `SELECT message_id FROM ${this.table} WHERE message_id = ? LOCK IN SHARE MODE`, [row.messageId]);
+    if (byMessageId.records.length > 0 || row.bizKey === null) return byMessageId.records[0]?.message_id ?? null;
+    const byBizKey = await execute(
+      manager,
+      `SELECT message_id FROM ${this.table} WHERE biz_key = ? AND message_type = ? LOCK IN SHARE MODE`,
+      [row.bizKey, row.type],
+    );
+    return byBizKey.records[0]?.message_id ?? null;
+  }
+
+  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]> {
+    const rows = (await this.claimStrategy.claim(dataSource, this.claimTarget, limit, claimToken, claimedBy)) as ClaimedRow[];
+    return rows
+      .map((r) => ({
+        id: r.id,
+        claimToken: r.claim_token,
+        messageId: r.message_id,
+        type: r.message_type,
+        exchange: r.exchange,
+        routingKey: r.routing_key,
+        payload: r.payload,
+        headers: JSON.parse(r.headers) as Record<string, unknown>,
+        attempts: r.attempts,
+        maxAttempts: r.max_attempts,
+        orderingKey: r.ordering_key,
+        createdAt: toDate(r.created_at)!,
+      }))
+      .sort((a, b) => compareIds(a.id, b.id));
+  }
+
+  async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
+    const result = await execute(
+      manager,
+      `UPDATE ${this.table} ${forceIndex(outboxIndexNames(this.indexed.name).typeBizKey)} SET status = '${ABANDONED}', processed_at = ${NOW}
+       WHERE biz_key = ? AND (? IS NULL OR message_type = ?) AND ${CANCELLABLE}`,
+      [bizKey, type ?? null, type ?? null],
+    );
+    return result.affected ?? 0;
+  }
+
+  async findMessage(target: SqlTarget, query: OutboxMessageQuery): Promise<OutboxMessageState | null> {
+    const [filter, params] = 'messageId' in query ? ['message_id = ?', [query.messageId]] : ['biz_key = ? AND message_type = ?', [query.bizKey, query.type]];
+    const result = await execute(
+      target,
+      `SELECT message_id, message_type, biz_key, ordering_key, status, attempts, last_error,
+              ${isoTime('created_at', 'created_at')}, ${isoTime('processed_at', 'processed_at')}
+       FROM ${this.table} WHERE ${filter} LIMIT 1`,
+      params,
+    );
+    const r = result.records[0];
+    return r
+      ? {
+          messageId: r.message_id,
+          type: r.message_type,
+          bizKey: r.biz_key,
+          orderingKey: r.ordering_key,
+          status: r.status,
+          attempts: r.attempts,
+          lastError: r.last_error,
+          createdAt: toDate(r.created_at)!,
+          processedAt: toDate(r.processed_at),
+        }
+      : null;
+  }
+}

@@ -1,0 +1,95 @@
+import { TableDdl } from '../database-dialect';
+import { inboxIndexNames, outboxIndexNames, stateIndexNames } from '../index-names';
+import { MysqlServer } from './mysql-server';
+
+/**
+ * The state-machine columns both tables end with. Times are DATETIME(6) holding UTC. The
+ * library's statements write every time from `UTC_TIMESTAMP(6)` themselves; the defaults are for
+ * rows inserted by hand, where the server has expression defaults (CURRENT_TIMESTAMP, the only
+ * other one, follows the session's time zone).
+ */
+function stateColumns(server: MysqlServer): string {
+  const defaultNow = server.expressionDefaults ? ' DEFAULT (UTC_TIMESTAMP(6))' : '';
+  return `
+  \`status\` varchar(20) NOT NULL,
+  \`attempts\` int NOT NULL DEFAULT 0,
+  \`max_attempts\` int NOT NULL,
+  \`next_attempt_at\` datetime(6) NOT NULL${defaultNow},
+  \`claimed_at\` datetime(6) NULL,
+  \`claim_token\` char(36) NULL,
+  \`claimed_by\` varchar(200) NULL,
+  \`last_error\` mediumtext NULL,
+  \`created_at\` datetime(6) NOT NULL${defaultNow},
+  \`processed_at\` datetime(6) NULL,`;
+}
+
+/**
+ * The claim, reclaim and ordering indexes. MySQL has no partial indexes, so each leads with what
+ * keeps retained DONE rows out of the scans: the claim walks `(status, id)` for one claimable
+ * status at a time, in id order, and reads `next_attempt_at` from the index; the ordering rule
+ * probes `(key, status)` for each unfinished status.
+ */
+function stateIndexes(table: string, orderingScope: string): string {
+  const names = stateIndexNames(table);
+  return `
+  KEY \`${names.claimable}\` (\`status\`, \`id\`, \`next_attempt_at\`),
+  KEY \`${names.processing}\` (\`status\`, \`claimed_at\`),
+  KEY \`${names.ordering}\` (${orderingScope}\`ordering_key\`, \`status\`, \`id\`)`;
+}
+
+/**
+ * The table options. Binary collation (see `MysqlServer.collation`); DYNAMIC rows for index
+ * entries up to 3072 bytes (the inbox's business key: (200 + 255 + 255) × 4 bytes of utf8mb4).
+ */
+function tableOptions(collation: string): string {
+  return `ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=${collation} ROW_FORMAT=DYNAMIC`;
+}
+
+/**
+ * Payload and headers are LONGTEXT, not JSON: MySQL's JSON type stores a parsed document and
+ * gives back its own rendering (keys reordered, spaces added), while the outbox sends the text as
+ * stored, byte for byte. The library writes only `JSON.stringify` output. One statement with its
+ * indexes inline, so that `IF NOT EXISTS` makes the whole of it idempotent (MySQL has no
+ * `CREATE INDEX IF NOT EXISTS`). The primary key is always named PRIMARY.
+ */
+export function mysqlOutboxTableDdl(request: TableDdl, server: MysqlServer): string[] {
+  const names = outboxIndexNames(request.table);
+  return [
+    `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
+  \`id\` bigint NOT NULL AUTO_INCREMENT,
+  \`message_id\` char(36) NOT NULL,
+  \`message_type\` varchar(255) NOT NULL,
+  \`biz_key\` varchar(255) NULL,
+  \`ordering_key\` varchar(255) NULL,
+  \`exchange\` varchar(255) NOT NULL,
+  \`routing_key\` varchar(255) NOT NULL,
+  \`payload\` longtext NOT NULL,
+  \`headers\` longtext NOT NULL,${stateColumns(server)}
+  PRIMARY KEY (\`id\`),
+  UNIQUE KEY \`${names.messageId}\` (\`message_id\`),
+  UNIQUE KEY \`${names.typeBizKey}\` (\`biz_key\`, \`message_type\`),${stateIndexes(request.table, '')}
+) ${tableOptions(server.collation)}`,
+  ];
+}
+
+export function mysqlInboxTableDdl(request: TableDdl, server: MysqlServer): string[] {
+  const names = inboxIndexNames(request.table);
+  return [
+    `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
+  \`id\` bigint NOT NULL AUTO_INCREMENT,
+  \`consumer\` varchar(200) NOT NULL,
+  \`message_id\` varchar(255) NOT NULL,
+  \`message_type\` varchar(255) NOT NULL DEFAULT '',
+  \`biz_key\` varchar(255) NULL,
+  \`ordering_key\` varchar(255) NULL,
+  \`exchange\` varchar(255) NOT NULL,
+  \`routing_key\` varchar(255) NOT NULL,
+  \`payload\` longtext NOT NULL,
+  \`headers\` longtext NOT NULL,${stateColumns(server)}
+  PRIMARY KEY (\`id\`),
+  UNIQUE KEY \`${names.consumerMessageId}\` (\`consumer\`, \`message_id\`),
+  -- Rows without a business key hold NULL, which a unique key never counts as a duplicate.
+  UNIQUE KEY \`${names.consumerBizKey}\` (\`consumer\`, \`biz_key\`, \`message_type\`),${stateIndexes(request.table, '`consumer`, ')}
+) ${tableOptions(server.collation)}`,
+  ];
+}

@@ -1,0 +1,120 @@
+import { ClaimRef } from '../../engine/state-table';
+import { MessageStatus } from '../../message/message-status';
+import { stateIndexNames } from '../index-names';
+
+const { PENDING, PROCESSING, FAILED, MANUAL_REQUIRED } = MessageStatus;
+
+/**
+ * The database's clock, in UTC whatever the session's time zone: every time column is a
+ * DATETIME(6) holding UTC, written and compared through this.
+ */
+export const NOW = 'UTC_TIMESTAMP(6)';
+
+/** `NOW` minus a parameter in microseconds; pass `microseconds(ms)`. */
+export const NOW_MINUS = `${NOW} - INTERVAL ? MICROSECOND`;
+
+/** A millisecond duration as the whole microseconds `INTERVAL ? MICROSECOND` takes. */
+export function microseconds(ms: number): number {
+  return Math.round(ms * 1000);
+}
+
+/**
+ * A time column as ISO-8601 UTC text, so that it becomes the right Date whatever the driver's
+ * `timezone` and `dateStrings` settings are.
+ */
+export function isoTime(column: string, alias: string): string {
+  return `DATE_FORMAT(${column}, '%Y-%m-%dT%H:%i:%s.%fZ') AS ${alias}`;
+}
+
+/** The Date of an `isoTime` column. */
+export function toDate(text: string | null): Date | null {
+  return text === null ? null : new Date(text);
+}
+
+/** An id as SQL receives it: an exact integer, not a string compared as a float. */
+export function sqlId(id: string): bigint {
+  return BigInt(id);
+}
+
+/** Claimable statuses: each is claimed through its own ordered range of the claim index. */
+export const CLAIMABLE_STATUSES = [PENDING, FAILED] as const;
+/** `status IN (claimable)`. */
+export const CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
+/** Not finished: such a row holds back the later rows of its ordering key. */
+export const UNFINISHED_STATUSES = [PENDING, PROCESSING, FAILED, MANUAL_REQUIRED] as const;
+
+/**
+ * A table's names and the index hints its statements need. The optimizer is not left to choose
+ * where its choice goes wrong. With the ordering rule's subqueries in a claim, MariaDB prefers
+ * the shorter processing index and sorts the whole backlog (evaluating the rule for every row of
+ * it) over walking the claim index in id order and stopping at the limit. And a statement that
+ * names its rows by id but also tests their status may be run through a status index when the
+ * statistics say that status is rare: inside a REPEATABLE READ transaction (a deferred handler's
+ * settle, a publisher's cancel) it would then lock gaps of that index until the commit, stalling
+ * the claims and inserts of every other session.
+ */
+export interface MysqlTable {
+  quoted: string;
+  /** The plain name, from which index names derive. */
+  name: string;
+  /** `FORCE INDEX` of the claim index `(status, id, next_attempt_at)`. */
+  useClaimIndex: string;
+  /** `FORCE INDEX` of the ordering index `([consumer,] ordering_key, status, id)`. */
+  useOrderingIndex: string;
+  /** `FORCE INDEX (PRIMARY)`, for statements naming their rows by id. */
+  usePrimaryKey: string;
+}
+
+/** @param quoted the table name as `qualifiedTable` gives it (a plain identifier, quoted) */
+export function mysqlTable(quoted: string): MysqlTable {
+  const name = quoted.split('.').pop()!.replace(/`/g, '');
+  const indexes = stateIndexNames(name);
+  return {
+    quoted,
+    name,
+    useClaimIndex: forceIndex(indexes.claimable),
+    useOrderingIndex: forceIndex(indexes.ordering),
+    usePrimaryKey: 'FORCE INDEX (PRIMARY)',
+  };
+}
+
+/** An index hint naming one index of the table. */
+export function forceIndex(index: string): string {
+  return `FORCE INDEX (\`${index}\`)`;
+}
+
+/**
+ * The claim filter's ordering rule for candidate rows aliased `c`: a row with an ordering key is
+ * claimable only when no earlier row of its key (and consumer, in the inbox) is unfinished.
+ *
+ * One probe per unfinished status: each is a lookup of (key, status) in the ordering index,
+ * which passes over only the key's unfinished rows. A single `status IN (...)` probe walks the
+ * key's whole finished history on MySQL and MariaDB, which have no partial indexes.
+ */
+export function mysqlOrderingRule(table: MysqlTable, scope: string | null): string {
+  const probes = UNFINISHED_STATUSES.map(
+    (status) => `NOT EXISTS (SELECT 1 FROM ${table.quoted} AS e ${table.useOrderingIndex}
+       WHERE ${scope ? `e.${scope} = c.${scope} AND ` : ''}e.ordering_key = c.ordering_key AND e.status = '${status}' AND e.id < c.id)`,
+  );
+  return `(c.ordering_key IS NULL OR (${probes.join(' AND ')}))`;
+}
+
+/** The number of unfinished rows after row `c` in its ordering key, probed per status as above. */
+export function mysqlLaterUnfinishedCount(table: MysqlTable, scope: string | null): string {
+  const counts = UNFINISHED_STATUSES.map(
+    (status) => `(SELECT count(*) FROM ${table.quoted} AS w ${table.useOrderingIndex}
+       WHERE ${scope ? `w.${scope} = c.${scope} AND ` : ''}w.ordering_key = c.ordering_key AND w.status = '${status}' AND w.id > c.id)`,
+  );
+  return counts.join(' + ');
+}
+
+/**
+ * `CASE id WHEN ? THEN ? ... END` with its parameters: one value per row of a batch, so that a
+ * batch settles in one statement (MySQL has no `unnest`).
+ */
+export function perRow<T extends ClaimRef>(claims: T[], value: (claim: T) => unknown): { sql: string; params: unknown[] } {
+  return {
+    sql: `CASE id ${claims.map(() => 'WHEN ? THEN ?').join(' ')} END`,
+    params: claims.flatMap((claim) => [sqlId(claim.id), value(claim)]),
+  };
+}

@@ -1,0 +1,186 @@
+import { DataSource } from 'typeorm';
+import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import { MessageStatus } from '../../message/message-status';
+import { execute, SqlTarget } from '../sql-executor';
+import { CLAIMABLE, microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId } from './mysql-sql';
+
+const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
+const FINISHED = `status IN ('${DONE}', '${ABANDONED}')`;
+
+/**
+ * MySQL/MariaDB transitions shared by the outbox and inbox tables: one statement per outcome per
+ * batch, each row fenced by its claim token through a `CASE id` of the batch's tokens (MySQL has
+ * no `unnest`, and no `RETURNING`: counts are the rows the statement changed).
+ *
+ * Assignments in a MySQL UPDATE run left to right and see earlier ones, so a SET never reads a
+ * column an earlier SET of the same statement wrote; WHERE sees the row as it was.
+ */
+export class MysqlStateTable implements StateTable {
+  /** The quoted table name. */
+  protected readonly table: string;
+  /** The table with its index hints. */
+  protected readonly indexed: MysqlTable;
+
+  /**
+   * @param quotedTable the quoted table name
+   * @param scope the column that scopes message ids and ordering keys (`consumer` in the inbox)
+   */
+  constructor(
+    quotedTable: string,
+    readonly label: string,
+    private readonly scope: 'consumer' | null,
+  ) {
+    this.indexed = mysqlTable(quotedTable);
+    this.table = this.indexed.quoted;
+  }
+
+  async settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number> {
+    if (claims.length === 0) return 0;
+    const token = perRow(claims, (claim) => claim.claimToken);
+    const result = await execute(
+      target,
+      `UPDATE ${this.table} ${this.indexed.usePrimaryKey} SET status = '${DONE}', processed_at = ${NOW}, claim_token = NULL, last_error = NULL
+       WHERE id IN (?) AND status = '${PROCESSING}' AND claim_token = ${token.sql}`,
+      [claims.map((claim) => sqlId(claim.id)), ...token.params],
+    );
+    return result.affected ?? 0;
+  }
+
+  async settleFailed(target: SqlTarget, settlements: FailedSettlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    const status = perRow(settlements, (s) => s.status);
+    const error = perRow(settlements, (s) => s.error);
+    const delay = perRow(settlements, (s) => microseconds(s.delayMs));
+    const token = perRow(settlements, (claim) => claim.claimToken);
+    const result = await execute(
+      target,
+      `UPDATE ${this.table} ${this.indexed.usePrimaryKey}
+       SET status = ${status.sql}, attempts = attempts + 1, last_error = ${error.sql},
+           next_attempt_at = ${NOW} + INTERVAL (${delay.sql}) MICROSECOND,
+           claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       WHERE id IN (?) AND status = '${PROCESSING}' AND claim_token = ${token.sql}`,
+      [...status.params, ...error.params, ...delay.params, settlements.map((s) => sqlId(s.id)), ...token.params],
+    );
+    return result.affected ?? 0;
+  }
+
+  async release(dataSource: DataSource, claims: ClaimRef[]): Promise<number> {
+    if (claims.length === 0) return 0;
+    const token = perRow(claims, (claim) => claim.claimToken);
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} ${this.indexed.usePrimaryKey}
+       SET status = CASE WHEN attempts = 0 THEN '${PENDING}' ELSE '${FAILED}' END,
+           next_attempt_at = ${NOW}, claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       WHERE id IN (?) AND status = '${PROCESSING}' AND claim_token = ${token.sql}`,
+      [claims.map((claim) => sqlId(claim.id)), ...token.params],
+    );
+    return result.affected ?? 0;
+  }
+
+  async findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]> {
+    const result = await execute(
+      dataSource,
+      `SELECT CAST(id AS CHAR) AS id, claim_token, attempts, max_attempts, claimed_by, ordering_key FROM ${this.table}
+       WHERE status = '${PROCESSING}' AND claimed_at < ${NOW_MINUS}
+       ORDER BY claimed_at LIMIT ?`,
+      [microseconds(olderThanMs), limit],
+    );
+    return result.records.map((r) => ({
+      id: r.id,
+      claimToken: r.claim_token,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      orderingKey: r.ordering_key,
+      claimedBy: r.claimed_by,
+    }));
+  }
+
+  async healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts> {
+    const result = await execute(
+      dataSource,
+      `SELECT
+         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE}) AS backlog,
+         (SELECT count(*) FROM ${this.table} WHERE status = '${PROCESSING}' AND claimed_at < ${NOW_MINUS}) AS stale`,
+      [microseconds(staleAfterMs)],
+    );
+    const row = result.records[0];
+    return { backlog: Number(row.backlog), staleProcessing: Number(row.stale) };
+  }
+
+  async deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number> {
+    // Oldest ids first, through the primary key: finished history sits at the low end. Chosen
+    // without locks, then deleted by id with the condition re-checked (a finished row stays
+    // finished), so a purge never holds locks on rows it passed over, as a locking scan would.
+    const age = microseconds(olderThanMs);
+    const candidates = await execute(
+      dataSource,
+      `SELECT id FROM ${this.table} WHERE ${FINISHED} AND processed_at < ${NOW_MINUS} ORDER BY id LIMIT ?`,
+      [age, limit],
+    );
+    if (candidates.records.length === 0) return 0;
+    const result = await execute(
+      dataSource,
+      `DELETE FROM ${this.table} WHERE id IN (?) AND ${FINISHED} AND processed_at < ${NOW_MINUS}`,
+      [candidates.records.map((r) => BigInt(r.id)), age],
+    );
+    return result.affected ?? 0;
+  }
+
+  async findParkedKeys(dataSource: DataSource, limit: number): Promise<ParkedKey[]> {
+    const result = await execute(
+      dataSource,
+      `SELECT c.ordering_key, ${this.scope ? `c.${this.scope}` : 'NULL'} AS scope, c.message_id, c.message_type,
+              c.attempts, c.last_error, ${mysqlLaterUnfinishedCount(this.indexed, this.scope)} AS waiting
+       FROM ${this.table} AS c
+       WHERE c.status = '${MANUAL_REQUIRED}' AND c.ordering_key IS NOT NULL AND ${mysqlOrderingRule(this.indexed, this.scope)}
+       ORDER BY c.id LIMIT ?`,
+      [limit],
+    );
+    return result.records.map((r) => ({
+      orderingKey: r.ordering_key,
+      consumer: r.scope,
+      messageId: r.message_id,
+      type: r.message_type,
+      attempts: r.attempts,
+      lastError: r.last_error,
+      waiting: Number(r.waiting),
+    }));
+  }
+
+  async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} SET status = '${this.requeuedStatus}', attempts = 0, next_attempt_at = ${NOW}
+       WHERE ${this.refFilter()} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')`,
+      this.refParams(ref),
+    );
+    return (result.affected ?? 0) > 0;
+  }
+
+  async abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = ${NOW}
+       WHERE ${this.refFilter()} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`,
+      this.refParams(ref),
+    );
+    return (result.affected ?? 0) > 0;
+  }
+
+  /**
+   * PENDING in the outbox. FAILED in the inbox: the one state from which both a deferred worker
+   * claims a row and a transactional-mode redelivery takes it over.
+   */
+  private get requeuedStatus(): MessageStatus {
+    return this.scope ? FAILED : PENDING;
+  }
+
+  private refFilter(): string {
+    return this.scope ? `message_id = ? AND ${this.scope} = ?` : 'message_id = ?';
+  }
+
+  private refParams(ref: MessageRef): unknown[] {
+    return this.scope ? [ref.messageId, ref.consumer ?? ''] : [ref.messageId];
+  }
+}

@@ -1,0 +1,109 @@
+import { DataSource } from 'typeorm';
+import { claimCandidates } from '../../lib/dialects/mysql/mysql-claim';
+import { mysqlTable } from '../../lib/dialects/mysql/mysql-sql';
+import { resolveDialect } from '../../lib/dialects/resolve-dialect';
+import { createInboxTableMigration, createOutboxTableMigration } from '../../lib/migrations/table-migrations';
+import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
+import { describeOnMysql, dropDatabase, openMariadb, openSession, OUTBOX_TABLE, INBOX_TABLE, recreateDatabase, SERVER } from './mariadb-test-database';
+
+const MIGRATED = 'it_mariadb_schema_migrated';
+const SYNCHRONIZED = 'it_mariadb_schema_synchronized';
+
+/** The MySQL/MariaDB tables: one DDL for migrations and start-up creation, and indexes the claims use. */
+describeOnMysql(`${SERVER.name} schema`, () => {
+  let migrated: DataSource;
+  let synchronized: DataSource;
+
+  beforeAll(async () => {
+    await Promise.all([recreateDatabase(MIGRATED), recreateDatabase(SYNCHRONIZED)]);
+    migrated = await openMariadb(MIGRATED, { synchronize: false, migrations: [createOutboxTableMigration(), createInboxTableMigration()] });
+    await migrated.runMigrations();
+    synchronized = await openMariadb(SYNCHRONIZED);
+    await createTablesAtStartup(synchronized, await resolveDialect(synchronized), { outbox: OUTBOX_TABLE, inbox: INBOX_TABLE });
+  });
+
+  afterAll(async () => {
+    await migrated?.destroy();
+    await synchronized?.destroy();
+    await Promise.all([dropDatabase(MIGRATED), dropDatabase(SYNCHRONIZED)]);
+  });
+
+  const showCreate = async (dataSource: DataSource, table: string): Promise<string> =>
+    ((await dataSource.query(`SHOW CREATE TABLE \`${table}\``))[0]['Create Table'] as string).replace(/ AUTO_INCREMENT=\d+/, '');
+
+  it('makes the same tables through the migrations and through start-up creation', async () => {
+    for (const table of [OUTBOX_TABLE, INBOX_TABLE]) {
+      expect(await showCreate(synchronized, table)).toBe(await showCreate(migrated, table));
+    }
+  });
+
+  it('creates at start-up idempotently: a second run changes nothing', async () => {
+    const before = await Promise.all([showCreate(synchronized, OUTBOX_TABLE), showCreate(synchronized, INBOX_TABLE)]);
+    await createTablesAtStartup(synchronized, await resolveDialect(synchronized), { outbox: OUTBOX_TABLE, inbox: INBOX_TABLE });
+    expect(await Promise.all([showCreate(synchronized, OUTBOX_TABLE), showCreate(synchronized, INBOX_TABLE)])).toEqual(before);
+  });
+
+  it('names indexes and unique keys as on PostgreSQL, in InnoDB with a binary utf8mb4 collation', async () => {
+    const keys = async (table: string) =>
+      [...new Set(((await migrated.query(`SHOW INDEX FROM \`${table}\``)) as { Key_name: string }[]).map((r) => r.Key_name))].sort();
+    expect(await keys(OUTBOX_TABLE)).toEqual(
+      ['PRIMARY', 'IDX_outbox_message_claimable', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'].sort(),
+    );
+    expect(await keys(INBOX_TABLE)).toEqual(
+      ['PRIMARY', 'IDX_inbox_message_claimable', 'IDX_inbox_message_ordering', 'IDX_inbox_message_processing', 'UQ_inbox_message_consumer_biz_key', 'UQ_inbox_message_consumer_message_id'].sort(),
+    );
+    const outbox = await showCreate(migrated, OUTBOX_TABLE);
+    expect(outbox).toMatch(/ENGINE=InnoDB/);
+    expect(outbox).toMatch(/CHARSET=utf8mb4 COLLATE=utf8mb4_(nopad_bin|0900_bin|bin)/);
+    expect(outbox).toMatch(/`next_attempt_at` datetime\(6\) NOT NULL/);
+  });
+
+  it('drops the tables in the migrations down', async () => {
+    const scratch = 'it_mariadb_schema_down';
+    await recreateDatabase(scratch);
+    const dataSource = await openMariadb(scratch, { synchronize: false, migrations: [createOutboxTableMigration('down_outbox')] });
+    try {
+      await dataSource.runMigrations();
+      expect(await dataSource.query(`SHOW TABLES LIKE 'down_outbox'`)).toHaveLength(1);
+      await dataSource.undoLastMigration();
+      expect(await dataSource.query(`SHOW TABLES LIKE 'down_outbox'`)).toHaveLength(0);
+    } finally {
+      await dataSource.destroy();
+      await dropDatabase(scratch);
+    }
+  });
+
+  it('claims through the claim and ordering indexes, reading few index entries past retained history', async () => {
+    // 30 000 DONE rows, a third of them in one hot ordering key, then 300 due rows.
+    const session = await openSession(MIGRATED);
+    try {
+      const rows = (count: number, status: string) => `
+        INSERT INTO \`${OUTBOX_TABLE}\` (message_id, message_type, ordering_key, exchange, routing_key, payload, headers, status, max_attempts, next_attempt_at, created_at, processed_at)
+        WITH d (v) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                       UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9),
+             n (i) AS (SELECT a.v + 10 * b.v + 100 * c.v + 1000 * e.v + 10000 * f.v FROM d a, d b, d c, d e, d f)
+        SELECT UUID(), 't', CASE WHEN i % 3 = 0 THEN 'hot' WHEN i % 2 = 0 THEN CONCAT('k', i % 500) END, 'x', 'y', '{}', '{}', '${status}', 5,
+               UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), ${status === 'DONE' ? 'UTC_TIMESTAMP(6)' : 'NULL'}
+        FROM n WHERE i < ${count} ORDER BY i`;
+      await session.query(rows(30_000, 'DONE'));
+      await session.query(rows(300, 'PENDING'));
+      await session.query(`ANALYZE TABLE \`${OUTBOX_TABLE}\``);
+      const candidates = claimCandidates({ table: mysqlTable(`\`${OUTBOX_TABLE}\``), scope: null, columns: 'id' }, 50, '');
+
+      const [plan] = await session.query(`EXPLAIN ${candidates.sql}`, candidates.params);
+      const claimScans = (plan as { table: string; key: string; Extra: string }[]).filter((step) => step.table === 'c');
+      expect(claimScans.map((step) => step.key)).toEqual(['IDX_outbox_message_claimable', 'IDX_outbox_message_claimable']);
+      for (const step of claimScans) expect(step.Extra).not.toMatch(/filesort/);
+
+      await session.query('FLUSH STATUS');
+      const [found] = await session.query(candidates.sql, candidates.params);
+      expect(found).toHaveLength(50);
+      const [status] = await session.query(`SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_key')`);
+      const reads = (status as { Value: string }[]).reduce((sum, row) => sum + Number(row.Value), 0);
+      expect(reads).toBeLessThan(2_000);
+    } finally {
+      await session.query(`DELETE FROM \`${OUTBOX_TABLE}\``);
+      await session.end();
+    }
+  });
+});
