@@ -21,4 +21,10 @@ export interface DatabaseDialect {
   inbox(quotedTable: string): InboxDialect;
   outboxTableDdl(request: TableDdl): string[];
   inboxTableDdl(request: TableDdl): string[];
+  /**
+   * Where the DataSource has a single connection (SQLite), runs the library's own transactions
+   * one after another: two at once would nest, the second a savepoint of the first. Absent where
+   * each transaction has its own connection.
+   */
+  runTransactionsOneAtATime?<T>(work: () => Promise<T>): Promise<T>;
 }

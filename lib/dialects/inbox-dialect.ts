@@ -56,4 +56,6 @@ export interface InboxDialect extends StateTable {
   insertPending(dataSource: DataSource, row: InboxRow): Promise<boolean>;
   /** Claims due rows of the given consumers. */
   claim(dataSource: DataSource, consumers: string[], limit: number, claimToken: string, claimedBy: string): Promise<ClaimedInboxMessage[]>;
+  /** The DataSource's `DatabaseDialect.runTransactionsOneAtATime`, for the transactions the inbox opens. */
+  runTransactionsOneAtATime?<T>(work: () => Promise<T>): Promise<T>;
 }

@@ -78,7 +78,7 @@ export interface StateTable {
   deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number>;
   /** Ordering keys whose head is MANUAL_REQUIRED, oldest head first. */
   findParkedKeys(dataSource: DataSource, limit: number): Promise<ParkedKey[]>;
-  /** A FAILED or MANUAL_REQUIRED message becomes PENDING, due now, with its attempts reset; true when it was one. */
+  /** A FAILED or MANUAL_REQUIRED message becomes due now with its attempts reset (PENDING; FAILED in the inbox); true when it was one. */
   requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean>;
   /** A PENDING, FAILED or MANUAL_REQUIRED message becomes ABANDONED (never sent or processed); true when it was one. */
   abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean>;

@@ -54,8 +54,8 @@ export class InboxService {
   /** Transactional mode: the inbox mark and the handler's effects commit together, then ack. */
   private async processInTransaction(row: InboxRow, run: () => Promise<unknown>): Promise<Nack | undefined> {
     const txHost = this.requireTransactionHost();
-    try {
-      await txHost.withTransaction(async () => {
+    const transaction = () =>
+      txHost.withTransaction(async () => {
         const acquired = await this.dialect.acquire(txHost.tx as never, row);
         if (acquired.kind === 'process') await run();
         else if (acquired.status === MessageStatus.MANUAL_REQUIRED) {
@@ -63,6 +63,9 @@ export class InboxService {
           this.logger.warn(`${row.consumer} skipped message ${row.messageId}: it was given up earlier (MANUAL_REQUIRED); set its inbox row to FAILED to process a redelivery`);
         }
       });
+    try {
+      // On a single-connection database (SQLite), concurrent deliveries' transactions would nest.
+      await (this.dialect.runTransactionsOneAtATime ? this.dialect.runTransactionsOneAtATime(transaction) : transaction());
       return undefined;
     } catch (error) {
       return this.failed(row, error);

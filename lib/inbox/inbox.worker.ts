@@ -77,11 +77,14 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
   private async processOne(row: ClaimedInboxMessage): Promise<void> {
     const definition = this.explorer.definitions.get(row.consumer)!;
     const txHost = this.transactionHost!;
-    try {
-      await txHost.withTransaction(async () => {
+    const transaction = () =>
+      txHost.withTransaction(async () => {
         await definition.invoke(JSON.parse(row.payload), asConsumeMessage(row), row.headers);
         if ((await this.dialect.settleDone(txHost.tx as never, [row])) === 0) throw new ClaimLostError();
       });
+    try {
+      // On a single-connection database (SQLite), the concurrent loops' transactions would nest.
+      await (this.dialect.runTransactionsOneAtATime ? this.dialect.runTransactionsOneAtATime(transaction) : transaction());
     } catch (error) {
       if (error instanceof ClaimLostError) {
         this.logger.warn(`${row.consumer}: the claim on message ${row.messageId} was taken over; its effects were rolled back`);

@@ -1,0 +1,119 @@
+import { DataSource, EntityManager } from 'typeorm';
+import { MessageStatus } from '../../message/message-status';
+import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
+import { sqliteExecute } from './sqlite-executor';
+import { SQLITE_CLAIMABLE, sqliteOrderingRule, SqliteStateTable } from './sqlite-state-table';
+import { SQLITE_NOW } from './sqlite-time';
+import { SqliteTransactionGate } from './sqlite-transaction-gate';
+
+const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
+/** A unique index other than the conflict target refused the row. */
+const UNIQUE_VIOLATION = 'SQLITE_CONSTRAINT_UNIQUE';
+
+const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
+const VALUES = '?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
+const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.orderingKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
+
+/**
+ * SQLite inbox: dedupe through unique keys and `ON CONFLICT`, claims as conditional updates.
+ * The inbox runs its transactions through `runTransactionsOneAtATime`: on the one connection
+ * they would otherwise nest.
+ */
+export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect {
+  readonly runTransactionsOneAtATime: <T>(work: () => Promise<T>) => Promise<T>;
+
+  constructor(table: string, transactionGate: SqliteTransactionGate) {
+    super(table, 'inbox', 'consumer');
+    this.runTransactionsOneAtATime = (work) => transactionGate.run(work);
+  }
+
+  async acquire(manager: EntityManager, row: InboxRow): Promise<InboxAcquisition> {
+    const inserted = await sqliteExecute(
+      manager,
+      `INSERT INTO ${this.table} (${COLUMNS}, status, processed_at) VALUES (${VALUES}, '${DONE}', ${SQLITE_NOW})
+       ON CONFLICT DO NOTHING RETURNING id`,
+      params(row),
+    );
+    if (inserted.length === 1) return { kind: 'process', id: String(inserted[0].id) };
+    // The row exists. The INSERT took the file's write lock for this transaction, so no other
+    // transaction, in any process, changes the row before this one ends: no row lock needed.
+    const [found] = await sqliteExecute(
+      manager,
+      `SELECT id, status FROM ${this.table}
+       WHERE consumer = ? AND (message_id = ? OR (biz_key = ? AND message_type = ?))
+       ORDER BY id LIMIT 1`,
+      [row.consumer, row.messageId, row.bizKey, row.type],
+    );
+    if (!found) return { kind: 'duplicate', status: DONE };
+    if (found.status !== FAILED) return { kind: 'duplicate', status: found.status as MessageStatus };
+    await sqliteExecute(
+      manager,
+      `UPDATE ${this.table} SET status = '${DONE}', processed_at = ${SQLITE_NOW}, last_error = NULL WHERE id = ?`,
+      [found.id],
+    );
+    return { kind: 'process', id: String(found.id) };
+  }
+
+  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<{ status: MessageStatus; attempts: number } | undefined> {
+    try {
+      const [recorded] = await sqliteExecute(
+        dataSource,
+        `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
+         VALUES (${VALUES}, CASE WHEN ? OR ? <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, ?)
+         ON CONFLICT (consumer, message_id) DO UPDATE
+           SET attempts = t.attempts + 1, last_error = excluded.last_error,
+               status = CASE WHEN ? OR t.attempts + 1 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
+           WHERE t.status = '${FAILED}'
+         RETURNING status, attempts`,
+        [...params(row), fatal, row.maxAttempts, error, fatal],
+      );
+      return recorded as { status: MessageStatus; attempts: number } | undefined;
+    } catch (err) {
+      // Another row holds the same (consumer, bizKey, type): this delivery is a duplicate of it.
+      const code = (err as { driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code;
+      if (code === UNIQUE_VIOLATION) return undefined;
+      throw err;
+    }
+  }
+
+  async insertPending(dataSource: DataSource, row: InboxRow): Promise<boolean> {
+    const inserted = await sqliteExecute(
+      dataSource,
+      `INSERT INTO ${this.table} (${COLUMNS}, status) VALUES (${VALUES}, '${PENDING}')
+       ON CONFLICT DO NOTHING RETURNING id`,
+      params(row),
+    );
+    return inserted.length === 1;
+  }
+
+  async claim(dataSource: DataSource, consumers: string[], limit: number, claimToken: string, claimedBy: string): Promise<ClaimedInboxMessage[]> {
+    const rows = await this.claimRows(
+      dataSource,
+      {
+        sql: `SELECT c.id FROM ${this.table} AS c
+              WHERE c.${SQLITE_CLAIMABLE} AND c.next_attempt_at <= ${SQLITE_NOW}
+                AND c.consumer IN (SELECT value FROM json_each(?))
+                AND ${sqliteOrderingRule(this.table, 'consumer')}
+              ORDER BY c.id LIMIT ?`,
+        params: [JSON.stringify(consumers), limit],
+      },
+      'id, claim_token, consumer, message_id, message_type, exchange, routing_key, payload, headers, attempts, max_attempts, ordering_key',
+      claimToken,
+      claimedBy,
+    );
+    return rows.map((r) => ({
+      id: String(r.id),
+      claimToken: r.claim_token,
+      consumer: r.consumer,
+      messageId: r.message_id,
+      type: r.message_type,
+      exchange: r.exchange,
+      routingKey: r.routing_key,
+      payload: r.payload,
+      headers: JSON.parse(r.headers) as Record<string, unknown>,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      orderingKey: r.ordering_key,
+    }));
+  }
+}

@@ -1,0 +1,126 @@
+import { DataSource, EntityManager } from 'typeorm';
+import { MessageStatus } from '../../message/message-status';
+import { NewOutboxRow } from '../../message/validate-message';
+import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
+import { SqlTarget } from '../sql-executor';
+import { sqliteExecute } from './sqlite-executor';
+import { SQLITE_CLAIMABLE, sqliteOrderingRule, SqliteStateTable } from './sqlite-state-table';
+import { fromSqliteTime, SQLITE_NOW } from './sqlite-time';
+
+const { PENDING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
+/** Never sent: a reverted business event may abandon them. */
+const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
+
+interface ClaimedRow {
+  id: number;
+  claim_token: string;
+  message_id: string;
+  message_type: string;
+  exchange: string;
+  routing_key: string;
+  payload: string;
+  headers: string;
+  attempts: number;
+  max_attempts: number;
+  ordering_key: string | null;
+  created_at: string;
+}
+
+/**
+ * SQLite outbox: conditional-update claims in one write transaction outside the application's
+ * transactions, and inserts that are no-ops for duplicates. No cross-instance wake-up: polling
+ * (and the in-process wake-up after commit) finds new rows. Settles come from the shared state table.
+ */
+export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDialect {
+  /** @param table the quoted table name */
+  constructor(table: string) {
+    super(table, 'outbox', null);
+  }
+
+  async insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean> {
+    const rows = await sqliteExecute(
+      manager,
+      `INSERT INTO ${this.table}
+         (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?)
+       ON CONFLICT DO NOTHING
+       RETURNING id`,
+      [row.messageId, row.type, row.bizKey, row.orderingKey, row.exchange, row.routingKey, row.payload, row.headers, row.maxAttempts],
+    );
+    return rows.length === 1;
+  }
+
+  async findDuplicateMessageId(manager: EntityManager, row: NewOutboxRow): Promise<string | null> {
+    const rows = await sqliteExecute(
+      manager,
+      `SELECT message_id FROM ${this.table}
+       WHERE message_id = ? OR (biz_key = ? AND message_type = ?) LIMIT 1`,
+      [row.messageId, row.bizKey, row.type],
+    );
+    return rows[0]?.message_id ?? null;
+  }
+
+  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]> {
+    const rows = (await this.claimRows(
+      dataSource,
+      {
+        sql: `SELECT c.id FROM ${this.table} AS c
+              WHERE c.${SQLITE_CLAIMABLE} AND c.next_attempt_at <= ${SQLITE_NOW} AND ${sqliteOrderingRule(this.table, '')}
+              ORDER BY c.id LIMIT ?`,
+        params: [limit],
+      },
+      'id, claim_token, message_id, message_type, exchange, routing_key, payload, headers, attempts, max_attempts, ordering_key, created_at',
+      claimToken,
+      claimedBy,
+    )) as ClaimedRow[];
+    return rows.map((r) => ({
+      id: String(r.id),
+      claimToken: r.claim_token,
+      messageId: r.message_id,
+      type: r.message_type,
+      exchange: r.exchange,
+      routingKey: r.routing_key,
+      payload: r.payload,
+      headers: JSON.parse(r.headers) as Record<string, unknown>,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      orderingKey: r.ordering_key,
+      createdAt: fromSqliteTime(r.created_at),
+    }));
+  }
+
+  async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
+    const rows = await sqliteExecute(
+      manager,
+      `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = ${SQLITE_NOW}
+       WHERE biz_key = ? AND (? IS NULL OR message_type = ?) AND ${CANCELLABLE}
+       RETURNING id`,
+      [bizKey, type ?? null, type ?? null],
+    );
+    return rows.length;
+  }
+
+  async findMessage(target: SqlTarget, query: OutboxMessageQuery): Promise<OutboxMessageState | null> {
+    const [filter, params] = 'messageId' in query ? ['message_id = ?', [query.messageId]] : ['biz_key = ? AND message_type = ?', [query.bizKey, query.type]];
+    const rows = await sqliteExecute(
+      target,
+      `SELECT message_id, message_type, biz_key, ordering_key, status, attempts, last_error, created_at, processed_at
+       FROM ${this.table} WHERE ${filter} LIMIT 1`,
+      params,
+    );
+    const r = rows[0];
+    return r
+      ? {
+          messageId: r.message_id,
+          type: r.message_type,
+          bizKey: r.biz_key,
+          orderingKey: r.ordering_key,
+          status: r.status,
+          attempts: r.attempts,
+          lastError: r.last_error,
+          createdAt: fromSqliteTime(r.created_at as string),
+          processedAt: fromSqliteTime(r.processed_at as string | null),
+        }
+      : null;
+  }
+}

@@ -1,0 +1,89 @@
+import { TableDdl } from '../database-dialect';
+import { inboxIndexNames, outboxIndexNames, stateIndexNames } from '../index-names';
+import { SQLITE_CLAIMABLE, SQLITE_UNFINISHED } from './sqlite-state-table';
+import { SQLITE_NOW } from './sqlite-time';
+
+/**
+ * The state-machine columns both tables end with. Times are TEXT in the one format of
+ * `sqlite-time.ts`, so that they compare as text.
+ */
+const STATE_COLUMNS = `
+  "status" varchar(20) NOT NULL,
+  "attempts" integer NOT NULL DEFAULT 0,
+  "max_attempts" integer NOT NULL,
+  "next_attempt_at" text NOT NULL DEFAULT (${SQLITE_NOW}),
+  "claimed_at" text,
+  "claim_token" varchar(36),
+  "claimed_by" varchar(200),
+  "last_error" text,
+  "created_at" text NOT NULL DEFAULT (${SQLITE_NOW}),
+  "processed_at" text,`;
+
+/**
+ * The id: an alias of the rowid (the type must be exactly INTEGER), AUTOINCREMENT so that an id
+ * is never reused after retention deleted the newest rows: ids order messages.
+ */
+const ID_COLUMN = `"id" INTEGER NOT NULL`;
+const primaryKey = (name: string) => `CONSTRAINT "${name}" PRIMARY KEY ("id" AUTOINCREMENT)`;
+
+/**
+ * The claim, reclaim and ordering indexes. Partial, so that their cost does not grow with
+ * retained DONE history.
+ */
+function stateIndexes({ table, quoted, ifNotExists }: TableDdl, orderingScope: string): string[] {
+  const names = stateIndexNames(table);
+  const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
+  return [
+    `CREATE INDEX ${ine}"${names.claimable}" ON ${quoted} ("id") WHERE ${SQLITE_CLAIMABLE}`,
+    `CREATE INDEX ${ine}"${names.processing}" ON ${quoted} ("claimed_at") WHERE status = 'PROCESSING'`,
+    `CREATE INDEX ${ine}"${names.ordering}" ON ${quoted} (${orderingScope}"ordering_key", "id")
+     WHERE ordering_key IS NOT NULL AND ${SQLITE_UNFINISHED}`,
+  ];
+}
+
+export function sqliteOutboxTableDdl(request: TableDdl): string[] {
+  const names = outboxIndexNames(request.table);
+  return [
+    `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
+  ${ID_COLUMN},
+  "message_id" varchar(36) NOT NULL,
+  "message_type" varchar(255) NOT NULL,
+  "biz_key" varchar(255),
+  "ordering_key" varchar(255),
+  "exchange" varchar(255) NOT NULL,
+  "routing_key" varchar(255) NOT NULL,
+  "payload" text NOT NULL,
+  "headers" text NOT NULL,${STATE_COLUMNS}
+  CONSTRAINT "${names.messageId}" UNIQUE ("message_id"),
+  -- biz_key first: cancel(bizKey) without a type can use it too.
+  CONSTRAINT "${names.typeBizKey}" UNIQUE ("biz_key", "message_type"),
+  ${primaryKey(names.primaryKey)}
+)`,
+    ...stateIndexes(request, ''),
+  ];
+}
+
+export function sqliteInboxTableDdl(request: TableDdl): string[] {
+  const names = inboxIndexNames(request.table);
+  const ine = request.ifNotExists ? 'IF NOT EXISTS ' : '';
+  return [
+    `CREATE TABLE ${ine}${request.quoted} (
+  ${ID_COLUMN},
+  "consumer" varchar(200) NOT NULL,
+  "message_id" varchar(255) NOT NULL,
+  "message_type" varchar(255) NOT NULL DEFAULT '',
+  "biz_key" varchar(255),
+  "ordering_key" varchar(255),
+  "exchange" varchar(255) NOT NULL,
+  "routing_key" varchar(255) NOT NULL,
+  "payload" text NOT NULL,
+  "headers" text NOT NULL,${STATE_COLUMNS}
+  CONSTRAINT "${names.consumerMessageId}" UNIQUE ("consumer", "message_id"),
+  ${primaryKey(names.primaryKey)}
+)`,
+    // Partial: most deliveries have no business key and need no entry here.
+    `CREATE UNIQUE INDEX ${ine}"${names.consumerBizKey}" ON ${request.quoted} ("consumer", "biz_key", "message_type")
+     WHERE biz_key IS NOT NULL`,
+    ...stateIndexes(request, '"consumer", '),
+  ];
+}

@@ -1,0 +1,231 @@
+import { DataSource } from 'typeorm';
+import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import { MessageStatus } from '../../message/message-status';
+import { SqlTarget } from '../sql-executor';
+import { sqliteConnectionOf } from './sqlite-connection';
+import { SqliteRow } from './sqlite-statements';
+import { sqliteExecute } from './sqlite-executor';
+import { SQLITE_NOW, sqliteNowMinusMs, sqliteNowPlusMs } from './sqlite-time';
+
+const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
+
+/** `status IN (claimable)`, matching the partial claim index. */
+export const SQLITE_CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
+/** Not finished: such a row holds back the later rows of its ordering key (partial ordering index). */
+export const SQLITE_UNFINISHED = `status IN ('${PENDING}', '${PROCESSING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
+
+/**
+ * The claim filter's ordering rule for candidate rows aliased `c`: a row with an ordering key is
+ * claimable only when no earlier row of its key (and consumer, in the inbox) is unfinished.
+ */
+export function sqliteOrderingRule(table: string, scope: string): string {
+  return `(c.ordering_key IS NULL OR NOT EXISTS (
+             SELECT 1 FROM ${table} AS e
+             WHERE e.ordering_key = c.ordering_key${scope ? ` AND e.${scope} = c.${scope}` : ''} AND e.id < c.id AND e.${SQLITE_UNFINISHED}))`;
+}
+
+/**
+ * A batch of claims as one JSON parameter, read back as rows `s(id, token)`: one statement per
+ * batch whatever its size (SQLite caps bound parameters), as PostgreSQL's `unnest` does.
+ */
+const CLAIMS = `SELECT CAST(value ->> 0 AS INTEGER) AS id, value ->> 1 AS token FROM json_each(?)`;
+const claimsParam = (claims: ClaimRef[]) => JSON.stringify(claims.map((c) => [c.id, c.claimToken]));
+
+/**
+ * SQLite transitions shared by the outbox and inbox tables: batch settles through `UPDATE ...
+ * FROM` a JSON batch (one statement per outcome per batch), each row fenced by its claim token.
+ * Every statement given the DataSource runs outside the application's transactions.
+ */
+export class SqliteStateTable implements StateTable {
+  /**
+   * @param table the quoted table name
+   * @param scope the column that scopes message ids and ordering keys (`consumer` in the inbox)
+   */
+  constructor(
+    protected readonly table: string,
+    readonly label: string,
+    private readonly scope: 'consumer' | null,
+  ) {}
+
+  async settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number> {
+    if (claims.length === 0) return 0;
+    const rows = await sqliteExecute(
+      target,
+      `WITH s AS (${CLAIMS})
+       UPDATE ${this.table} AS t SET status = '${DONE}', processed_at = ${SQLITE_NOW}, claim_token = NULL, last_error = NULL
+       FROM s WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
+       RETURNING id`,
+      [claimsParam(claims)],
+    );
+    return rows.length;
+  }
+
+  async settleFailed(target: SqlTarget, settlements: FailedSettlement[]): Promise<number> {
+    if (settlements.length === 0) return 0;
+    const rows = await sqliteExecute(
+      target,
+      `WITH s AS (
+         SELECT CAST(value ->> 0 AS INTEGER) AS id, value ->> 1 AS token, value ->> 2 AS status,
+                value ->> 3 AS delay_ms, value ->> 4 AS error
+         FROM json_each(?))
+       UPDATE ${this.table} AS t
+       SET status = s.status, attempts = t.attempts + 1, last_error = s.error,
+           next_attempt_at = ${sqliteNowPlusMs('s.delay_ms')},
+           claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       FROM s WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
+       RETURNING id`,
+      [JSON.stringify(settlements.map((s) => [s.id, s.claimToken, s.status, s.delayMs, s.error]))],
+    );
+    return rows.length;
+  }
+
+  async release(dataSource: DataSource, claims: ClaimRef[]): Promise<number> {
+    if (claims.length === 0) return 0;
+    const rows = await sqliteExecute(
+      dataSource,
+      `WITH s AS (${CLAIMS})
+       UPDATE ${this.table} AS t
+       SET status = CASE WHEN t.attempts = 0 THEN '${PENDING}' ELSE '${FAILED}' END,
+           next_attempt_at = ${SQLITE_NOW}, claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       FROM s WHERE t.id = s.id AND t.claim_token = s.token AND t.status = '${PROCESSING}'
+       RETURNING id`,
+      [claimsParam(claims)],
+    );
+    return rows.length;
+  }
+
+  async findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]> {
+    const rows = await sqliteExecute(
+      dataSource,
+      `SELECT id, claim_token, attempts, max_attempts, claimed_by, ordering_key FROM ${this.table}
+       WHERE status = '${PROCESSING}' AND claimed_at < ${sqliteNowMinusMs('?')}
+       ORDER BY claimed_at LIMIT ?`,
+      [olderThanMs, limit],
+    );
+    return rows.map((r) => ({
+      id: String(r.id),
+      claimToken: r.claim_token,
+      attempts: r.attempts,
+      maxAttempts: r.max_attempts,
+      orderingKey: r.ordering_key,
+      claimedBy: r.claimed_by,
+    }));
+  }
+
+  async healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts> {
+    const [row] = await sqliteExecute(
+      dataSource,
+      `SELECT
+         (SELECT count(*) FROM ${this.table} WHERE ${SQLITE_CLAIMABLE}) AS backlog,
+         (SELECT count(*) FROM ${this.table}
+          WHERE status = '${PROCESSING}' AND claimed_at < ${sqliteNowMinusMs('?')}) AS stale`,
+      [staleAfterMs],
+    );
+    return { backlog: Number(row.backlog), staleProcessing: Number(row.stale) };
+  }
+
+  async deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number> {
+    // Oldest ids first, through the primary key: finished history sits at the low end.
+    const rows = await sqliteExecute(
+      dataSource,
+      `DELETE FROM ${this.table} WHERE id IN (
+         SELECT id FROM ${this.table}
+         WHERE status IN ('${DONE}', '${ABANDONED}') AND processed_at < ${sqliteNowMinusMs('?')}
+         ORDER BY id LIMIT ?)
+       RETURNING id`,
+      [olderThanMs, limit],
+    );
+    return rows.length;
+  }
+
+  async findParkedKeys(dataSource: DataSource, limit: number): Promise<ParkedKey[]> {
+    const scope = this.scope ? `AND w.${this.scope} = c.${this.scope}` : '';
+    const rows = await sqliteExecute(
+      dataSource,
+      `SELECT c.ordering_key, ${this.scope ? `c.${this.scope}` : 'NULL'} AS scope, c.message_id, c.message_type,
+              c.attempts, c.last_error,
+              (SELECT count(*) FROM ${this.table} AS w
+               WHERE w.ordering_key = c.ordering_key ${scope} AND w.id > c.id AND w.${SQLITE_UNFINISHED}) AS waiting
+       FROM ${this.table} AS c
+       WHERE c.status = '${MANUAL_REQUIRED}' AND c.ordering_key IS NOT NULL AND ${sqliteOrderingRule(this.table, this.scope ?? '')}
+       ORDER BY c.id LIMIT ?`,
+      [limit],
+    );
+    return rows.map((r) => ({
+      orderingKey: r.ordering_key,
+      consumer: r.scope,
+      messageId: r.message_id,
+      type: r.message_type,
+      attempts: r.attempts,
+      lastError: r.last_error,
+      waiting: Number(r.waiting),
+    }));
+  }
+
+  async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const rows = await sqliteExecute(
+      dataSource,
+      `UPDATE ${this.table} SET status = '${this.requeuedStatus}', attempts = 0, next_attempt_at = ${SQLITE_NOW}
+       WHERE ${this.refFilter()} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
+       RETURNING id`,
+      this.refParams(ref),
+    );
+    return rows.length > 0;
+  }
+
+  async abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const rows = await sqliteExecute(
+      dataSource,
+      `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = ${SQLITE_NOW}
+       WHERE ${this.refFilter()} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')
+       RETURNING id`,
+      this.refParams(ref),
+    );
+    return rows.length > 0;
+  }
+
+  /**
+   * The conditional-update claim, as one write transaction outside the application's: marks up
+   * to `limit` candidates (a subquery over alias `c`, its parameters first) PROCESSING under
+   * `claimToken`, re-checking that each is still claimable, and reads them back by token. SQLite
+   * lets one writer at a time into the file, so no two claimants, in any process, take a row twice.
+   */
+  protected claimRows(
+    dataSource: DataSource,
+    candidates: { sql: string; params: unknown[] },
+    columns: string,
+    claimToken: string,
+    claimedBy: string,
+  ): Promise<SqliteRow[]> {
+    return sqliteConnectionOf(dataSource).outsideTransaction((statements) =>
+      statements.immediateTransaction(() => {
+        statements.all(
+          `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = ?, claimed_at = ${SQLITE_NOW}, claimed_by = ?
+           WHERE id IN (${candidates.sql}) AND ${SQLITE_CLAIMABLE}`,
+          [claimToken, claimedBy, ...candidates.params],
+        );
+        // By status too: claim_token has no index, the partial processing index holds only rows in flight.
+        return statements.all(
+          `SELECT ${columns} FROM ${this.table} WHERE status = '${PROCESSING}' AND claim_token = ? ORDER BY id`,
+          [claimToken],
+        );
+      }),
+    );
+  }
+
+  /**
+   * PENDING in the outbox. FAILED in the inbox: the one state from which both a deferred worker
+   * claims a row and a transactional-mode redelivery takes it over.
+   */
+  private get requeuedStatus(): MessageStatus {
+    return this.scope ? FAILED : PENDING;
+  }
+
+  private refFilter(): string {
+    return this.scope ? `message_id = ? AND ${this.scope} = ?` : 'message_id = ?';
+  }
+
+  private refParams(ref: MessageRef): unknown[] {
+    return this.scope ? [ref.messageId, ref.consumer ?? ''] : [ref.messageId];
+  }
+}
