@@ -72,7 +72,7 @@ export async function benchDispatch(): Promise<DispatchRow[]> {
       // One at a time: the first creates the table (synchronize), the next find it.
       children = [];
       for (let i = 0; i < variant.instances; i++) {
-        children.push(await ChildApp.start(`bench-dispatch-${i + 1}`, { schema: SCHEMA, outbox: variant.outbox }));
+        children.push(await ChildApp.start(`bench-dispatch-${i + 1}`, { database: { kind: 'postgres', name: SCHEMA }, outbox: variant.outbox }));
       }
       for (let run = 0; run < RUNS; run++) {
         (results[variant.name] ??= []).push(await drainOnce(db, queue, children));

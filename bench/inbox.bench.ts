@@ -10,7 +10,7 @@ import { ClsModule } from 'nestjs-cls';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { createInboxTableMigration, InboxHandler, OutboxModule } from '../lib';
-import { freshSchema, sql } from '../test/support/database';
+import { freshSchema, sql, testDatabase } from '../test/support/database';
 import { AMQP_URL, POSTGRES_URL } from '../test/support/environment';
 import { runExclusively } from '../test/support/exclusive-run';
 import { BenchBroker, waitForCount } from './support/amqp';
@@ -241,7 +241,7 @@ async function runBaseline(broker: BenchBroker, run: number, shape: BaselineRow)
  * Runs alternate between the two (order flipped each run) on a fresh schema.
  */
 export async function benchInbox(): Promise<InboxRow[]> {
-  const release = await runExclusively(SCHEMA, 120_000);
+  const release = await runExclusively(testDatabase(SCHEMA, 'postgres'), 120_000);
   const broker = await BenchBroker.open();
   type Variant = 'library' | 'baseline' | 'libraryRow';
   const variants: Variant[] = DIAGNOSE ? ['library', 'baseline', 'libraryRow'] : ['library', 'baseline'];

@@ -11,7 +11,7 @@ import {
 } from 'pg-transactional-outbox';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freshSchema, sql } from '../test/support/database';
+import { freshSchema, sql, testDatabase } from '../test/support/database';
 import { POSTGRES_URL } from '../test/support/environment';
 import { runExclusively } from '../test/support/exclusive-run';
 import { BenchBroker } from './support/amqp';
@@ -388,7 +388,7 @@ const rate = (values: number[]) => {
  * table in the same run for the ratio.
  */
 export async function benchPeer(): Promise<PeerRow[]> {
-  const release = await runExclusively(SCHEMA, 120_000);
+  const release = await runExclusively(testDatabase(SCHEMA, 'postgres'), 120_000);
   const broker = await BenchBroker.open();
   const sink = new Sink(broker);
   const rows: PeerRow[] = [];

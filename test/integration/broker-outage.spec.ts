@@ -1,14 +1,15 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { OrderPayments } from '../support/test-app';
-import { createTestApp } from '../support/test-app';
-import { freshSchema, sql } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
+import { toDate } from '../support/sql-values';
 import { TcpProxy } from '../support/tcp-proxy';
+import { createTestApp, OrderPayments } from '../support/test-app';
 import { waitUntil } from '../support/wait';
 
-const SCHEMA = 'it_broker_outage';
-const EXCHANGE = 'it.broker-outage';
+const database = testDatabase('it_broker_outage');
+const EXCHANGE = brokerName('it.broker-outage');
 
 interface Row {
   message_id: string;
@@ -18,8 +19,10 @@ interface Row {
   last_error: string | null;
 }
 
-const rows = (ids: string[]) =>
-  sql<Row>(`SELECT message_id, status, attempts, next_attempt_at, last_error FROM "${SCHEMA}".outbox_message WHERE message_id = ANY($1) ORDER BY id`, [ids]);
+const rows = async (ids: string[]): Promise<Row[]> =>
+  (await database.sql(`SELECT message_id, status, attempts, next_attempt_at, last_error FROM {outbox_message} WHERE message_id IN (?) ORDER BY id`, [ids])).map(
+    (row) => ({ ...row, attempts: Number(row.attempts), next_attempt_at: toDate(row.next_attempt_at)! }),
+  );
 
 describe('Broker outage', () => {
   let proxy: TcpProxy;
@@ -27,7 +30,7 @@ describe('Broker outage', () => {
   let app: INestApplicationContext | undefined;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     await assertExchange(EXCHANGE);
     const broker = new URL(AMQP_URL);
     proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
@@ -48,7 +51,7 @@ describe('Broker outage', () => {
 
   it('keeps messages FAILED with growing next_attempt_at while the broker is unreachable, then delivers all without a restart', async () => {
     app = await createTestApp({
-      schema: SCHEMA,
+      database,
       amqpUrl: proxy.rewrite(AMQP_URL),
       outbox: { pollIntervalMs: 50, sendTimeoutMs: 300, backoffBaseMs: 200, backoffMaxMs: 800, backoffJitter: 0, maxAttempts: 1000 },
     });
@@ -79,7 +82,7 @@ describe('Broker outage', () => {
 
   it('moves a message to MANUAL_REQUIRED with its last error once attempts are exhausted', async () => {
     app = await createTestApp({
-      schema: SCHEMA,
+      database,
       amqpUrl: proxy.rewrite(AMQP_URL),
       outbox: { pollIntervalMs: 50, sendTimeoutMs: 200, backoffBaseMs: 50, backoffMaxMs: 100, maxAttempts: 3 },
     });

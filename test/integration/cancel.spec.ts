@@ -1,13 +1,14 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxDispatcher, OutboxOutsideTransactionError, OutboxService } from '../../lib';
-import { freshSchema, sql } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { sleep } from '../support/wait';
 
-const SCHEMA = 'it_cancel';
-const EXCHANGE = 'it.cancel';
+const database = testDatabase('it_cancel');
+const EXCHANGE = brokerName('it.cancel');
 
 describe('Cancelling a business event', () => {
   let writer: INestApplicationContext;
@@ -21,14 +22,14 @@ describe('Cancelling a business event', () => {
   const cancel = (bizKey: string, type?: string) =>
     writer.get(DataSource).transaction((manager) => writer.get(OutboxService).cancel(bizKey, type, { manager }));
   const statusOf = async (messageId: string) =>
-    (await sql(`SELECT status FROM "${SCHEMA}".outbox_message WHERE message_id = $1`, [messageId]))[0].status;
+    (await database.sql(`SELECT status FROM {outbox_message} WHERE message_id = ?`, [messageId]))[0].status;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     await assertExchange(EXCHANGE);
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
     // Writes only, so that a message stays unsent until the test says so.
-    writer = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false } });
+    writer = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
   });
 
   afterAll(async () => {
@@ -43,7 +44,7 @@ describe('Cancelling a business event', () => {
     expect(await cancel('order-1:paid')).toBe(1);
     expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
 
-    dispatcher = await createTestApp({ schema: SCHEMA, outbox: { pollIntervalMs: 50 } });
+    dispatcher = await createTestApp({ database, outbox: { pollIntervalMs: 50 } });
     await dispatcher.get(OutboxDispatcher).drain();
     await probe.waitFor(1);
     await sleep(300);

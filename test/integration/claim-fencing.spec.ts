@@ -5,11 +5,12 @@ import { OutboxService, StuckDetector } from '../../lib';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
 import { OUTBOX_DIALECT } from '../../lib/outbox.constants';
 import { MessageStatus } from '../../lib/message/message-status';
-import { freshSchema, sql } from '../support/database';
+import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';
 
-const SCHEMA = 'it_claim_fencing';
+const database = testDatabase('it_claim_fencing');
 const EXCHANGE = 'it.claim-fencing';
+const HOUR = 3_600_000;
 
 /**
  * The dialect is driven directly here (no dispatcher running) to place claims and settles in an
@@ -21,9 +22,9 @@ describe('Claims and settles fenced by the claim token', () => {
   const dialect = () => app.get<OutboxDialect>(OUTBOX_DIALECT);
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     app = await createTestApp({
-      schema: SCHEMA,
+      database,
       outbox: { dispatcherEnabled: false, stuckReclaimAfterMs: 1_000, sendTimeoutMs: 500, stuckWarnAfterMs: 500, backoffBaseMs: 100, backoffMaxMs: 100 },
     });
     dataSource = app.get(DataSource);
@@ -39,8 +40,12 @@ describe('Claims and settles fenced by the claim token', () => {
     return result.messageId;
   }
 
-  const rowOf = async (messageId: string) =>
-    (await sql(`SELECT status, attempts, claim_token, last_error FROM "${SCHEMA}".outbox_message WHERE message_id = $1`, [messageId]))[0];
+  const rowOf = async (messageId: string) => {
+    const [row] = await database.sql(`SELECT status, attempts, claim_token, last_error FROM {outbox_message} WHERE message_id = ?`, [messageId]);
+    return { ...row, attempts: Number(row.attempts) };
+  };
+  const setColumn = (column: 'claimed_at' | 'next_attempt_at', expression: string, messageId: string) =>
+    database.sql(`UPDATE {outbox_message} SET ${column} = ${expression} WHERE message_id = ?`, [messageId]);
 
   it('ignores a late settle whose claim was reclaimed and claimed again', async () => {
     const messageId = await publishOne('fence-1');
@@ -49,9 +54,9 @@ describe('Claims and settles fenced by the claim token', () => {
     expect(claimed).toMatchObject({ messageId, claimToken: oldToken });
 
     // The slow claimant is presumed dead: its claim expires and is reclaimed.
-    await sql(`UPDATE "${SCHEMA}".outbox_message SET claimed_at = now() - interval '1 hour' WHERE message_id = $1`, [messageId]);
+    await setColumn('claimed_at', database.timeAgo(HOUR), messageId);
     expect((await app.get(StuckDetector).check()).reclaimed).toBe(1);
-    await sql(`UPDATE "${SCHEMA}".outbox_message SET next_attempt_at = now() WHERE message_id = $1`, [messageId]);
+    await setColumn('next_attempt_at', database.timeAgo(0), messageId);
     const newToken = randomUUID();
     const [reclaimed] = await dialect().claim(dataSource, 10, newToken, 'healthy-instance');
     expect(reclaimed).toMatchObject({ messageId, attempts: 1 });
@@ -85,9 +90,9 @@ describe('Claims and settles fenced by the claim token', () => {
 
   it('reclaims an expired claim at the attempt limit as MANUAL_REQUIRED', async () => {
     const messageId = await publishOne('fence-4');
-    await sql(`UPDATE "${SCHEMA}".outbox_message SET max_attempts = 1 WHERE message_id = $1`, [messageId]);
+    await database.sql(`UPDATE {outbox_message} SET max_attempts = 1 WHERE message_id = ?`, [messageId]);
     await dialect().claim(dataSource, 100, randomUUID(), 'dead-instance');
-    await sql(`UPDATE "${SCHEMA}".outbox_message SET claimed_at = now() - interval '1 hour' WHERE message_id = $1`, [messageId]);
+    await setColumn('claimed_at', database.timeAgo(HOUR), messageId);
     await app.get(StuckDetector).check();
     expect(await rowOf(messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', attempts: 1, claim_token: null });
     expect((await rowOf(messageId)).last_error).toMatch(/dead-instance expired/);

@@ -1,16 +1,19 @@
 import { INestApplicationContext } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { OutboxModuleOptionsInput } from '../../lib';
-import { ChildApp, killAllChildren, sessionsOf } from '../support/child-app';
-import { freshSchema, sql, statusCounts } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { ChildApp, killAllChildren } from '../support/child-app';
+import { testDatabase } from '../support/database';
+import { sessionsOf } from '../support/database-sessions';
 import { runExclusively } from '../support/exclusive-run';
 import { publishMany } from '../support/publish-many';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { sleep, waitUntil } from '../support/wait';
 
-const SCHEMA = 'it_crash';
-const EXCHANGE = 'it.crash';
-const TABLE = `"${SCHEMA}".outbox_message`;
+const database = testDatabase('it_crash');
+const EXCHANGE = brokerName('it.crash');
+const HOUR = 3_600_000;
 
 /** A dispatcher that reclaims expired claims quickly (reclaim must exceed the send timeout). */
 const RESCUER_OPTIONS: Omit<OutboxModuleOptionsInput, 'isFatalError'> = {
@@ -33,8 +36,10 @@ interface Row {
   last_error: string | null;
 }
 
-const rowsOfType = (type: string) =>
-  sql<Row>(`SELECT message_id, status, attempts, claimed_by, claim_token, last_error FROM ${TABLE} WHERE message_type = $1 ORDER BY id`, [type]);
+const ROW_COLUMNS = 'message_id, status, attempts, claimed_by, claim_token, last_error';
+const asRow = (row: Row): Row => ({ ...row, attempts: Number(row.attempts) });
+const rowsOfType = async (type: string) =>
+  (await database.sql<Row>(`SELECT ${ROW_COLUMNS} FROM {outbox_message} WHERE message_type = ? ORDER BY id`, [type])).map(asRow);
 
 /**
  * A dispatcher process that dies without warning (SIGKILL) leaves claimed rows behind;
@@ -42,18 +47,18 @@ const rowsOfType = (type: string) =>
  * message is lost. Messages the dead process sent but did not settle may arrive twice,
  * always under the same messageId.
  */
-describe('Crash recovery (PostgreSQL + RabbitMQ, real processes)', () => {
+describe('Crash recovery (real processes)', () => {
   let publisher: INestApplicationContext;
   let probe: QueueProbe;
   let endExclusiveRun: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    // Another run of this file (another developer's) would drop our schema and probe queue.
-    endExclusiveRun = await runExclusively(SCHEMA);
-    await freshSchema(SCHEMA);
+    // Another run of this file (another developer's) would drop our database and probe queue.
+    endExclusiveRun = await runExclusively(database);
+    await database.reset();
     await assertExchange(EXCHANGE);
     // Creates the tables (synchronize) and only publishes: dispatching happens in child processes.
-    publisher = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false } });
+    publisher = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
   }, 90_000);
 
   beforeEach(async () => {
@@ -85,8 +90,8 @@ describe('Crash recovery (PostgreSQL + RabbitMQ, real processes)', () => {
     expect(crash.processingAtKill.length).toBeGreaterThan(0);
     expect(new Set(crash.processingAtKill.map((r) => r.claimed_by))).toEqual(new Set([crash.victim]));
 
-    const rescuer = await ChildApp.start('it-crash-rescuer', { schema: SCHEMA, outbox: { ...RESCUER_OPTIONS, instanceId: 'it-crash-rescuer' } });
-    await waitUntil(async () => (await statusCounts(SCHEMA)).DONE === published.length, 'every row is DONE', 30_000).catch((error) => {
+    const rescuer = await ChildApp.start('it-crash-rescuer', { database, outbox: { ...RESCUER_OPTIONS, instanceId: 'it-crash-rescuer' } });
+    await waitUntil(async () => (await database.statusCounts()).DONE === published.length, 'every row is DONE', 30_000).catch((error) => {
       throw new Error(`${(error as Error).message}${rescuer.diagnostics()}`);
     });
     await sleep(1_000); // room for a late duplicate to show up
@@ -97,7 +102,7 @@ describe('Crash recovery (PostgreSQL + RabbitMQ, real processes)', () => {
     expect(arrived.length).toBeGreaterThanOrEqual(published.length);
 
     const rows = await rowsOfType(type);
-    expect(await statusCounts(SCHEMA)).toEqual({ DONE: published.length });
+    expect(await database.statusCounts()).toEqual({ DONE: published.length });
     expect(rows.filter((r) => r.claim_token !== null)).toEqual([]);
 
     // Only a message with a lost or failed attempt is ever sent again.
@@ -130,20 +135,22 @@ describe('Crash recovery (PostgreSQL + RabbitMQ, real processes)', () => {
       }),
       {
         perTransaction: 40,
-        beforeCommit: (manager, ids) =>
-          manager.query(
-            `UPDATE ${TABLE} SET status = 'PROCESSING', claim_token = gen_random_uuid(),
-               claimed_at = now() - interval '1 hour', claimed_by = 'dead-instance'
-             WHERE message_id = ANY($1::uuid[])`,
-            [ids],
-          ),
+        beforeCommit: async (manager, ids) => {
+          await database.sqlOn(
+            manager,
+            `UPDATE {outbox_message} SET status = 'PROCESSING', claim_token = ?,
+               claimed_at = ${database.timeAgo(HOUR)}, claimed_by = 'dead-instance'
+             WHERE message_id IN (?)`,
+            [randomUUID(), ids],
+          );
+        },
       },
     );
     const lastChance = new Set(published.slice(0, 5));
     const deliverable = published.slice(5);
     expect((await rowsOfType(type)).map((r) => r.status)).toEqual(Array(40).fill('PROCESSING'));
 
-    const rescuer = await ChildApp.start('it-crash-restarted', { schema: SCHEMA, outbox: { ...RESCUER_OPTIONS, instanceId: 'it-crash-restarted' } });
+    const rescuer = await ChildApp.start('it-crash-restarted', { database, outbox: { ...RESCUER_OPTIONS, instanceId: 'it-crash-restarted' } });
     await probe.waitFor(deliverable.length, 20_000);
     await waitUntil(
       async () => (await rowsOfType(type)).every((r) => r.status === 'DONE' || r.status === 'MANUAL_REQUIRED'),
@@ -170,16 +177,16 @@ describe('Crash recovery (PostgreSQL + RabbitMQ, real processes)', () => {
 
   /**
    * Starts a dispatcher with small batches, SIGKILLs it while it holds claims, and waits until
-   * PostgreSQL has ended its sessions (a statement it had sent may still commit until then).
+   * the database server has ended its sessions (a statement it had sent may still commit until then).
    * The kill may land between two batches; then it tries again with a new process.
    */
   async function killDispatcherMidBatch(total: number, tries = 3) {
     for (let attempt = 1; ; attempt++) {
       const victim = `it-crash-victim-${attempt}`;
-      const child = await ChildApp.start(victim, { schema: SCHEMA, outbox: { instanceId: victim, batchSize: 20 } });
+      const child = await ChildApp.start(victim, { database, outbox: { instanceId: victim, batchSize: 20 } });
       await waitUntil(
         async () => {
-          const counts = await statusCounts(SCHEMA);
+          const counts = await database.statusCounts();
           if ((counts.DONE ?? 0) === total) throw new Error(`${victim} sent everything before it could be killed`);
           return (counts.DONE ?? 0) >= 100 && (counts.PROCESSING ?? 0) > 0;
         },
@@ -187,10 +194,10 @@ describe('Crash recovery (PostgreSQL + RabbitMQ, real processes)', () => {
         20_000,
       );
       expect(await child.kill('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
-      await waitUntil(async () => (await sessionsOf(victim)) === 0, `PostgreSQL ended the sessions of ${victim}`, 10_000);
+      await waitUntil(async () => (await sessionsOf(database, victim)) === 0, `the server ended the sessions of ${victim}`, 10_000);
 
-      const countsAtKill = await statusCounts(SCHEMA);
-      const processingAtKill = await sql<Row>(`SELECT message_id, status, attempts, claimed_by, claim_token, last_error FROM ${TABLE} WHERE status = 'PROCESSING'`);
+      const countsAtKill = await database.statusCounts();
+      const processingAtKill = (await database.sql<Row>(`SELECT ${ROW_COLUMNS} FROM {outbox_message} WHERE status = 'PROCESSING'`)).map(asRow);
       if (processingAtKill.length > 0 || attempt === tries) return { victim, countsAtKill: { DONE: 0, ...countsAtKill }, processingAtKill };
     }
   }

@@ -1,28 +1,28 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxService } from '../../lib';
-import { freshSchema, sql } from '../support/database';
+import { describeOn, testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 
-const SCHEMA = 'it_cross_instance_wakeup';
+const database = testDatabase('it_cross_instance_wakeup');
 const EXCHANGE = 'it.cross-instance-wakeup';
 const HOUR = 3_600_000;
 /** A channel of this file's own, so that killing its listener disturbs no other test file. */
 const CHANNEL = 'it_cross_instance_wakeup';
 
-describe('Waking another instance through PostgreSQL NOTIFY', () => {
+describeOn(['postgres'], 'Waking another instance through PostgreSQL NOTIFY (NOTIFY/LISTEN exist on PostgreSQL only)', () => {
   let writer: INestApplicationContext;
   let dispatcher: INestApplicationContext;
   let probe: QueueProbe;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     await assertExchange(EXCHANGE);
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
     // The dispatching instance polls once an hour, so only a wake-up can make it send promptly.
-    dispatcher = await createTestApp({ schema: SCHEMA, outbox: { pollIntervalMs: HOUR, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
-    writer = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
+    dispatcher = await createTestApp({ database, outbox: { pollIntervalMs: HOUR, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
+    writer = await createTestApp({ database, outbox: { dispatcherEnabled: false, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
   });
 
   afterAll(async () => {
@@ -43,7 +43,7 @@ describe('Waking another instance through PostgreSQL NOTIFY', () => {
   });
 
   it('keeps working after the listening connection is killed', async () => {
-    const killed = await sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${CHANNEL}"`]);
+    const killed = await database.sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = ?`, [`LISTEN "${CHANNEL}"`]);
     expect(killed).toHaveLength(1);
     // Give the listener time to notice and re-subscribe (it retries after a second).
     await new Promise((resolve) => setTimeout(resolve, 2_500));

@@ -1,20 +1,21 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxService } from '../../lib';
-import { freshSchema, statusCounts } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { waitUntil } from '../support/wait';
 
-const SCHEMA = 'it_graceful_shutdown';
-const EXCHANGE = 'it.graceful-shutdown';
+const database = testDatabase('it_graceful_shutdown');
+const EXCHANGE = brokerName('it.graceful-shutdown');
 const MESSAGES = 2_000;
 
 describe('Graceful shutdown', () => {
   let probe: QueueProbe;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     await assertExchange(EXCHANGE);
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
   });
@@ -22,7 +23,7 @@ describe('Graceful shutdown', () => {
   afterAll(() => probe.close());
 
   it('leaves no row PROCESSING when the app closes mid-dispatch, and loses nothing', async () => {
-    const writer = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false } });
+    const writer = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
     const published: string[] = [];
     await writer.get(DataSource).transaction(async (manager) => {
       for (let n = 0; n < MESSAGES; n++) {
@@ -32,18 +33,18 @@ describe('Graceful shutdown', () => {
     });
     await writer.close();
 
-    let app: INestApplicationContext = await createTestApp({ schema: SCHEMA, outbox: { batchSize: 50, dispatchConcurrency: 2 } });
+    let app: INestApplicationContext = await createTestApp({ database, outbox: { batchSize: 50, dispatchConcurrency: 2 } });
     await waitUntil(() => probe.messages.length > 0, 'the first messages arrive');
     await app.close();
-    const afterClose = await statusCounts(SCHEMA);
+    const afterClose = await database.statusCounts();
     expect(afterClose.PROCESSING).toBeUndefined();
     expect(afterClose.DONE).toBeGreaterThan(0);
     // The premise: the app closed while messages were still waiting.
     expect(afterClose.DONE).toBeLessThan(MESSAGES);
 
-    app = await createTestApp({ schema: SCHEMA, outbox: { pollIntervalMs: 100 } });
+    app = await createTestApp({ database, outbox: { pollIntervalMs: 100 } });
     try {
-      await waitUntil(async () => (await statusCounts(SCHEMA)).DONE === MESSAGES, 'every message is DONE', 30_000);
+      await waitUntil(async () => (await database.statusCounts()).DONE === MESSAGES, 'every message is DONE', 30_000);
       await probe.waitFor(MESSAGES);
       expect(new Set(probe.messageIds)).toEqual(new Set(published));
     } finally {

@@ -1,11 +1,12 @@
 import { RabbitRPC, RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { Injectable, Scope } from '@nestjs/common';
 import { InboxHandler } from '../../lib';
-import { freshSchema } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';
 
-const SCHEMA = 'it_inbox_bootstrap';
-const EXCHANGE = 'it.inbox-bootstrap';
+const database = testDatabase('it_inbox_bootstrap');
+const EXCHANGE = brokerName('it.inbox-bootstrap');
 
 @Injectable()
 class WithoutSubscribe {
@@ -42,10 +43,10 @@ class SecondInventory {
 }
 
 describe('@InboxHandler start-up checks', () => {
-  beforeAll(() => freshSchema(SCHEMA));
+  beforeAll(() => database.reset());
 
   const boot = (...providers: Function[]) =>
-    createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false }, providers: providers as never[] }).then((app) => app.close());
+    createTestApp({ database, outbox: { dispatcherEnabled: false }, providers: providers as never[] }).then((app) => app.close());
 
   it('fails fast without @RabbitSubscribe', async () => {
     await expect(boot(WithoutSubscribe)).rejects.toThrow(/@InboxHandler on WithoutSubscribe.handle needs @RabbitSubscribe/);

@@ -1,16 +1,16 @@
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import { brokerName } from '../support/broker-names';
 import { ChildApp, killAllChildren } from '../support/child-app';
-import { freshSchema, sql } from '../support/database';
+import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
 import { deleteInboxQueues, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
 import { waitUntil } from '../support/wait';
 
-const SCHEMA = 'it_inbox_crash';
-const PREFIX = 'it.inbox-crash';
+const database = testDatabase('it_inbox_crash');
+const PREFIX = brokerName('it.inbox-crash');
 
 const fixture = (mode: 'transactional' | 'deferred', crash?: InboxFixtureConfig['crash']): InboxFixtureConfig => ({
-  schema: SCHEMA,
   exchange: `${PREFIX}.in`,
   routingKey: `order.${mode}`,
   outExchange: `${PREFIX}.out`,
@@ -36,8 +36,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
   let channel: Channel;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
-    await sql(`CREATE TABLE "${SCHEMA}".test_effect (id bigserial PRIMARY KEY, consumer text NOT NULL, order_id int NOT NULL, message_id text)`);
+    await database.reset();
     connection = await connect(AMQP_URL);
     channel = await connection.createChannel();
     for (const mode of ['transactional', 'deferred'] as const) await prepareInboxBroker(channel, fixture(mode));
@@ -51,15 +50,18 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     await connection.close();
   });
 
+  // The children create test_effect at start-up (synchronize), with the library's tables.
   const effects = async (orderId: number) =>
-    (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${SCHEMA}".test_effect WHERE order_id = $1`, [orderId]))[0].n;
-  const inboxRow = async (messageId: string) =>
-    (await sql(`SELECT status, attempts, claimed_by FROM "${SCHEMA}".inbox_message WHERE message_id = $1`, [messageId]))[0];
+    Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = ?`, [orderId]))[0].n);
+  const inboxRow = async (messageId: string) => {
+    const [row] = await database.sql(`SELECT status, attempts, claimed_by FROM {inbox_message} WHERE message_id = ?`, [messageId]);
+    return row && { ...row, attempts: Number(row.attempts) };
+  };
   const readyInQueue = async (queue: string) => (await channel.checkQueue(queue)).messageCount;
 
   it('recognises the redelivery of a message whose handler committed just before the crash, without rerunning it', async () => {
     const config = fixture('transactional', 'after-commit');
-    const crashing = await ChildApp.start('it-inbox-crash-a', { schema: SCHEMA, inbox: config });
+    const crashing = await ChildApp.start('it-inbox-crash-a', { database, inbox: config });
     const messageId = randomUUID();
     channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
 
@@ -70,7 +72,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     // Never acknowledged: the broker gives the message back once the dead connection is noticed.
     await waitUntil(async () => (await readyInQueue(config.consumers[0].queue)) === 1, 'the unacknowledged message is back in the queue');
 
-    const restarted = await ChildApp.start('it-inbox-crash-b', { schema: SCHEMA, inbox: fixture('transactional') });
+    const restarted = await ChildApp.start('it-inbox-crash-b', { database, inbox: fixture('transactional') });
     await waitUntil(async () => (await readyInQueue(config.consumers[0].queue)) === 0, 'the redelivery is consumed');
     await restarted.stop();
     // Had the restarted consumer not acknowledged it, the message would be back in the queue.
@@ -80,7 +82,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
 
   it('acknowledges a deferred delivery before processing, and completes a crashed processing once after reclaim', async () => {
     const config = fixture('deferred', 'in-handler');
-    const crashing = await ChildApp.start('it-inbox-crash-c', { schema: SCHEMA, inbox: config });
+    const crashing = await ChildApp.start('it-inbox-crash-c', { database, inbox: config });
     const messageId = randomUUID();
     channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 2 })), { messageId, type: 'order.paid' });
 
@@ -92,7 +94,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     expect(await inboxRow(messageId)).toMatchObject({ status: 'PROCESSING', claimed_by: expect.any(String) });
     expect(await effects(2)).toBe(0); // the crashed handler's transaction never committed
 
-    const rescuer = await ChildApp.start('it-inbox-crash-d', { schema: SCHEMA, inbox: fixture('deferred'), outbox: RESCUE_TIMINGS });
+    const rescuer = await ChildApp.start('it-inbox-crash-d', { database, inbox: fixture('deferred'), outbox: RESCUE_TIMINGS });
     await waitUntil(async () => (await inboxRow(messageId)).status === 'DONE', 'the reclaimed delivery is processed', 30_000);
     await rescuer.stop();
     expect(await inboxRow(messageId)).toMatchObject({ status: 'DONE', attempts: 1 });

@@ -1,20 +1,19 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { InboxWorker } from '../../lib';
-import { freshSchema, sql } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { createFixtureTables, deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { sleep, waitUntil } from '../support/wait';
 
-const SCHEMA = 'it_inbox_deferred';
-const PREFIX = 'it.inbox-deferred';
+const database = testDatabase('it_inbox_deferred');
+const PREFIX = brokerName('it.inbox-deferred');
 
 const config: InboxFixtureConfig = {
-  schema: SCHEMA,
   exchange: `${PREFIX}.in`,
   routingKey: 'order.paid',
   outExchange: `${PREFIX}.out`,
@@ -31,17 +30,16 @@ describe('@InboxHandler in deferred mode', () => {
   let outgoing: QueueProbe;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     connection = await connect(AMQP_URL);
     channel = await connection.createChannel();
     await prepareInboxBroker(channel, config);
     outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
     app = await createTestApp({
-      schema: SCHEMA,
+      database,
       outbox: { pollIntervalMs: 50, backoffBaseMs: 100, backoffMaxMs: 200 },
       providers: inboxFixtureProviders(config),
     });
-    await createFixtureTables(app.get(DataSource), SCHEMA);
   });
 
   afterAll(async () => {
@@ -54,9 +52,11 @@ describe('@InboxHandler in deferred mode', () => {
   const deliver = (body: unknown, messageId: string) =>
     channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(body)), { messageId, type: 'order.paid' });
   const effects = async (orderId: number) =>
-    (await sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${SCHEMA}".test_effect WHERE order_id = $1`, [orderId]))[0].n;
-  const inboxRow = async (messageId: string) =>
-    (await sql(`SELECT status, attempts, last_error FROM "${SCHEMA}".inbox_message WHERE message_id = $1`, [messageId]))[0];
+    Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = ?`, [orderId]))[0].n);
+  const inboxRow = async (messageId: string) => {
+    const [row] = await database.sql(`SELECT status, attempts, last_error FROM {inbox_message} WHERE message_id = ?`, [messageId]);
+    return row && { ...row, attempts: Number(row.attempts) };
+  };
 
   it('acknowledges at once and processes later, once, however often the message is delivered', async () => {
     const messageId = randomUUID();

@@ -1,19 +1,18 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
-import { freshSchema, sql } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { createFixtureTables, deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { sleep, waitUntil } from '../support/wait';
 
-const SCHEMA = 'it_inbox_transactional';
-const PREFIX = 'it.inbox-tx';
+const database = testDatabase('it_inbox_transactional');
+const PREFIX = brokerName('it.inbox-tx');
 
 const config: InboxFixtureConfig = {
-  schema: SCHEMA,
   exchange: `${PREFIX}.in`,
   routingKey: 'order.paid',
   outExchange: `${PREFIX}.out`,
@@ -25,7 +24,7 @@ const config: InboxFixtureConfig = {
   maxAttempts: 3,
 };
 
-describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
+describe('@InboxHandler in transactional mode', () => {
   let app: INestApplicationContext;
   let connection: ChannelModel;
   let channel: Channel;
@@ -33,18 +32,17 @@ describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
   let dead: QueueProbe;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     connection = await connect(AMQP_URL);
     channel = await connection.createChannel();
     await prepareInboxBroker(channel, config);
     outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
     dead = await QueueProbe.bind(config.deadLetterExchange, '#', `${PREFIX}.dead`);
     app = await createTestApp({
-      schema: SCHEMA,
+      database,
       outbox: { pollIntervalMs: 50, backoffBaseMs: 50, backoffMaxMs: 100 },
       providers: inboxFixtureProviders(config),
     });
-    await createFixtureTables(app.get(DataSource), SCHEMA);
   });
 
   afterAll(async () => {
@@ -61,13 +59,17 @@ describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
       contentType: 'application/json',
       ...properties,
     });
-  const effects = (orderId: number) =>
-    sql<{ consumer: string; n: number }>(
-      `SELECT consumer, count(*)::int AS n FROM "${SCHEMA}".test_effect WHERE order_id = $1 GROUP BY consumer ORDER BY consumer`,
-      [orderId],
-    );
-  const inboxRows = (messageId: string) =>
-    sql(`SELECT consumer, status, attempts, last_error, payload FROM "${SCHEMA}".inbox_message WHERE message_id = $1 ORDER BY consumer`, [messageId]);
+  const effects = async (orderId: number) =>
+    (
+      await database.sql<{ consumer: string; n: unknown }>(
+        `SELECT consumer, count(*) AS n FROM {test_effect} WHERE order_id = ? GROUP BY consumer ORDER BY consumer`,
+        [orderId],
+      )
+    ).map((row) => ({ consumer: row.consumer, n: Number(row.n) }));
+  const inboxRows = async (messageId: string) =>
+    (
+      await database.sql(`SELECT consumer, status, attempts, last_error, payload FROM {inbox_message} WHERE message_id = ? ORDER BY consumer`, [messageId])
+    ).map((row) => ({ ...row, attempts: Number(row.attempts) }));
   const outgoingFor = (orderId: number) => outgoing.bodies<{ orderId: number; consumer: string }>().filter((b) => b.orderId === orderId);
 
   it('applies a message delivered 3 times in a row once, and publishes its outgoing messages once', async () => {
@@ -118,9 +120,8 @@ describe('@InboxHandler in transactional mode (PostgreSQL + RabbitMQ)', () => {
     const before = dead.messages.length;
     deliver(body, properties);
     await waitUntil(() => dead.messages.length >= before + 2, 'both consumers dead-lettered it');
-    const rows = await sql(
-      `SELECT consumer, status, last_error, payload FROM "${SCHEMA}".inbox_message WHERE status = 'MANUAL_REQUIRED' AND last_error ~ $1`,
-      [error.source],
+    const rows = (await database.sql(`SELECT consumer, status, last_error, payload FROM {inbox_message} WHERE status = 'MANUAL_REQUIRED'`)).filter((row) =>
+      error.test(row.last_error),
     );
     expect(rows.map((r) => r.consumer).sort()).toEqual(['billing', 'inventory']);
     expect(rows[0].payload).toBe(Buffer.isBuffer(body) ? body.toString() : JSON.stringify(body));

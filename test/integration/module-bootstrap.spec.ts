@@ -5,10 +5,10 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { OutboxError, OutboxModule, OutboxOptionsError } from '../../lib';
-import { freshSchema } from '../support/database';
-import { AMQP_URL, POSTGRES_URL } from '../support/environment';
+import { testDatabase } from '../support/database';
+import { AMQP_URL } from '../support/environment';
 
-const SCHEMA = 'it_module_bootstrap';
+const database = testDatabase('it_module_bootstrap');
 
 const rabbit = () => RabbitMQModule.forRoot({ uri: AMQP_URL, connectionInitOptions: { wait: false } });
 const openDataSources: Promise<DataSource>[] = [];
@@ -19,7 +19,7 @@ const openDataSources: Promise<DataSource>[] = [];
  */
 const typeOrm = () =>
   TypeOrmModule.forRootAsync({
-    useFactory: () => ({ type: 'postgres', url: POSTGRES_URL, schema: SCHEMA, synchronize: true, autoLoadEntities: true, retryAttempts: 0 }),
+    useFactory: () => ({ ...database.dataSourceOptions(), autoLoadEntities: true, retryAttempts: 0 }),
     dataSourceFactory: async (options) => {
       const initialized = new DataSource(options!).initialize();
       openDataSources.push(initialized);
@@ -35,7 +35,7 @@ async function boot(imports: unknown[]): Promise<void> {
 }
 
 describe('OutboxModule start-up checks', () => {
-  beforeAll(() => freshSchema(SCHEMA));
+  beforeAll(() => database.reset());
 
   afterEach(async () => {
     // A failed boot may return before its DataSource finished connecting: wait, then close it.

@@ -1,14 +1,15 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { ChildApp, killAllChildren } from '../support/child-app';
-import { freshSchema, sql, statusCounts } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { runExclusively } from '../support/exclusive-run';
 import { publishMany } from '../support/publish-many';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { sleep, waitUntil } from '../support/wait';
 
-const SCHEMA = 'it_multi_instance';
-const EXCHANGE = 'it.multi-instance';
+const database = testDatabase('it_multi_instance');
+const EXCHANGE = brokerName('it.multi-instance');
 const MESSAGES = 2_000;
 const INSTANCES = ['it-multi-a', 'it-multi-b'];
 
@@ -16,18 +17,18 @@ const INSTANCES = ['it-multi-a', 'it-multi-b'];
  * Two dispatching applications, each in a process of its own, share one outbox table while a
  * third application (dispatcher off) keeps publishing into it.
  */
-describe('Several dispatcher instances on one outbox (PostgreSQL + RabbitMQ)', () => {
+describe('Several dispatcher instances on one outbox', () => {
   let publisher: INestApplicationContext;
   let probe: QueueProbe;
   let endExclusiveRun: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    // Another run of this file (another developer's) would drop our schema and probe queue.
-    endExclusiveRun = await runExclusively(SCHEMA);
-    await freshSchema(SCHEMA);
+    // Another run of this file (another developer's) would drop our database and probe queue.
+    endExclusiveRun = await runExclusively(database);
+    await database.reset();
     await assertExchange(EXCHANGE);
     // Creates the tables (synchronize) before any dispatcher starts, and only publishes.
-    publisher = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false } });
+    publisher = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
   }, 90_000);
 
@@ -41,11 +42,12 @@ describe('Several dispatcher instances on one outbox (PostgreSQL + RabbitMQ)', (
   it('two app instances dispatching 2,000 messages deliver every message exactly once', async () => {
     const children = await Promise.all(
       INSTANCES.map((instanceId) =>
-        ChildApp.start(instanceId, { schema: SCHEMA, outbox: { instanceId, batchSize: 50, dispatchConcurrency: 2, pollIntervalMs: 200 } }),
+        ChildApp.start(instanceId, { database, outbox: { instanceId, batchSize: 50, dispatchConcurrency: 2, pollIntervalMs: 200 } }),
       ),
     );
 
-    // Publish while both dispatchers run: committed batches wake them (NOTIFY) as they land.
+    // Publish while both dispatchers run: committed batches wake them as they land where the
+    // database can signal (NOTIFY on PostgreSQL); elsewhere their polls find them.
     const published = await publishMany(
       publisher,
       MESSAGES,
@@ -55,7 +57,7 @@ describe('Several dispatcher instances on one outbox (PostgreSQL + RabbitMQ)', (
     expect(new Set(published).size).toBe(MESSAGES);
 
     await probe.waitFor(MESSAGES, 40_000);
-    await waitUntil(async () => (await statusCounts(SCHEMA)).DONE === MESSAGES, 'every row is DONE', 20_000);
+    await waitUntil(async () => (await database.statusCounts()).DONE === MESSAGES, 'every row is DONE', 20_000);
     await sleep(1_000); // room for a late duplicate to show up
 
     const arrived = probe.messageIds;
@@ -63,13 +65,12 @@ describe('Several dispatcher instances on one outbox (PostgreSQL + RabbitMQ)', (
     expect(new Set(arrived)).toEqual(new Set(published));
     expect(arrived).toHaveLength(MESSAGES);
 
-    expect(await statusCounts(SCHEMA)).toEqual({ DONE: MESSAGES });
-    expect(await sql(`SELECT count(*)::int AS n FROM "${SCHEMA}".outbox_message WHERE attempts > 0`)).toEqual([{ n: 0 }]);
+    expect(await database.statusCounts()).toEqual({ DONE: MESSAGES });
+    const [retried] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE attempts > 0`);
+    expect(Number(retried.n)).toBe(0);
 
     // DONE rows keep the claimant that sent them: both instances did part of the work.
-    const shares = await sql<{ claimed_by: string; n: number }>(
-      `SELECT claimed_by, count(*)::int AS n FROM "${SCHEMA}".outbox_message GROUP BY claimed_by ORDER BY claimed_by`,
-    );
+    const shares = await database.sql<{ claimed_by: string }>(`SELECT claimed_by FROM {outbox_message} GROUP BY claimed_by ORDER BY claimed_by`);
     expect(shares.map((s) => s.claimed_by)).toEqual(INSTANCES);
 
     // Both ran without an error log, and shut down cleanly when asked.

@@ -1,23 +1,25 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxDispatcher, OutboxOutsideTransactionError, OutboxService } from '../../lib';
-import { freshSchema, sql, statusCounts } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
+import { toDate } from '../support/sql-values';
 import { createTestApp, OrderPayments } from '../support/test-app';
 import { sleep } from '../support/wait';
 
-const SCHEMA = 'it_outbox_publish';
-const EXCHANGE = 'it.outbox-publish';
+const database = testDatabase('it_outbox_publish');
+const EXCHANGE = brokerName('it.outbox-publish');
 
-describe('Outbox publishing (PostgreSQL + RabbitMQ)', () => {
+describe('Outbox publishing', () => {
   let app: INestApplicationContext;
   let probe: QueueProbe;
   let payments: OrderPayments;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     await assertExchange(EXCHANGE);
-    app = await createTestApp({ schema: SCHEMA, outbox: { pollIntervalMs: 200 } });
+    app = await createTestApp({ database, outbox: { pollIntervalMs: 200 } });
     payments = app.get(OrderPayments);
   });
 
@@ -37,15 +39,18 @@ describe('Outbox publishing (PostgreSQL + RabbitMQ)', () => {
     expect(message.properties.type).toBe('order.paid');
     expect(message.properties.deliveryMode).toBe(2);
     expect(message.properties.contentType).toBe('application/json');
-    const rows = await sql(`SELECT status, attempts, processed_at FROM "${SCHEMA}".outbox_message WHERE message_id = $1`, [messageId]);
-    expect(rows).toEqual([expect.objectContaining({ status: 'DONE', attempts: 0 })]);
-    expect(rows[0].processed_at).toBeInstanceOf(Date);
+    const rows = await database.sql(`SELECT status, attempts, processed_at FROM {outbox_message} WHERE message_id = ?`, [messageId]);
+    expect(rows).toEqual([expect.objectContaining({ status: 'DONE' })]);
+    expect(Number(rows[0].attempts)).toBe(0);
+    // Set when it was sent: a moment ago by the database's clock.
+    expect(Math.abs(Date.now() - toDate(rows[0].processed_at)!.getTime())).toBeLessThan(60_000);
   });
 
   it('does not publish a message whose transaction rolled back', async () => {
-    const count = async () => (await sql(`SELECT
-        (SELECT count(*)::int FROM "${SCHEMA}".outbox_message) AS messages,
-        (SELECT count(*)::int FROM "${SCHEMA}".test_order) AS orders`))[0];
+    const count = async () => {
+      const [row] = await database.sql(`SELECT (SELECT count(*) FROM {outbox_message}) AS messages, (SELECT count(*) FROM {test_order}) AS orders`);
+      return { messages: Number(row.messages), orders: Number(row.orders) };
+    };
     const before = await count();
     await expect(payments.pay(EXCHANGE, { fail: true })).rejects.toThrow('payment rejected');
     await app.get(OutboxDispatcher).drain();
@@ -56,11 +61,15 @@ describe('Outbox publishing (PostgreSQL + RabbitMQ)', () => {
   });
 
   it('sends nothing before COMMIT, even when the transaction stays open for seconds', async () => {
-    const paying = payments.pay(EXCHANGE, { holdMs: 2_500 });
+    let arrivedBeforeCommit: number | undefined;
+    const paying = payments.pay(EXCHANGE, { holdMs: 2_500, beforeCommit: () => (arrivedBeforeCommit = probe.messages.length) });
     await sleep(2_000);
-    await app.get(OutboxDispatcher).drain();
-    expect(probe.messages).toHaveLength(0);
+    // A dispatch pass while the transaction is open. On SQLite it waits for the one connection
+    // to leave the transaction, so it is not awaited here: what counts is what arrived before COMMIT.
+    const draining = app.get(OutboxDispatcher).drain();
     const { messageId } = await paying;
+    expect(arrivedBeforeCommit).toBe(0);
+    await draining;
     await probe.waitFor(1);
     expect(probe.messageIds).toEqual([messageId]);
   });
@@ -72,7 +81,7 @@ describe('Outbox publishing (PostgreSQL + RabbitMQ)', () => {
     await expect(outbox.publish(message)).rejects.toThrow(/@Transactional\(\)/);
     const manager = app.get(DataSource).manager;
     await expect(outbox.publish(message, { manager })).rejects.toBeInstanceOf(OutboxOutsideTransactionError);
-    expect(await sql(`SELECT * FROM "${SCHEMA}".outbox_message WHERE biz_key = 'loose:paid'`)).toEqual([]);
+    expect(await database.sql(`SELECT * FROM {outbox_message} WHERE biz_key = ?`, ['loose:paid'])).toEqual([]);
   });
 
   it('publishes a duplicate (type, bizKey) once, reporting the duplicate', async () => {
@@ -93,6 +102,6 @@ describe('Outbox publishing (PostgreSQL + RabbitMQ)', () => {
     );
     await probe.waitFor(1);
     expect(probe.messageIds).toEqual([messageId]);
-    expect((await statusCounts(SCHEMA)).PROCESSING).toBeUndefined();
+    expect((await database.statusCounts()).PROCESSING).toBeUndefined();
   });
 });

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { createInboxTableMigration, createOutboxTableMigration, OUTBOX_MIGRATIONS } from '../../lib';
-import { freshSchema, sql } from '../support/database';
+import { describeOn, freshSchema, sql } from '../support/database';
 import { POSTGRES_URL } from '../support/environment';
 import { createTestApp } from '../support/test-app';
 
@@ -35,7 +35,7 @@ async function shape(schema: string, table: string) {
   };
 }
 
-describe('Table migrations (PostgreSQL)', () => {
+describeOn(['postgres'], 'Table migrations (PostgreSQL: compares information_schema and pg_indexes)', () => {
   beforeAll(async () => {
     await freshSchema(MIGRATED);
     await freshSchema(SYNCHRONIZED);

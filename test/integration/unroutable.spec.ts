@@ -1,26 +1,30 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { freshSchema, sql } from '../support/database';
+import { brokerName } from '../support/broker-names';
+import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp, OrderPayments } from '../support/test-app';
 import { waitUntil } from '../support/wait';
 
-const SCHEMA = 'it_unroutable';
-const EXCHANGE = 'it.unroutable';
+const database = testDatabase('it_unroutable');
+const EXCHANGE = brokerName('it.unroutable');
 
 describe('Unroutable messages (mandatory flag)', () => {
   let app: INestApplicationContext;
 
   beforeAll(async () => {
-    await freshSchema(SCHEMA);
+    await database.reset();
     await assertExchange(EXCHANGE);
-    app = await createTestApp({ schema: SCHEMA, outbox: { pollIntervalMs: 50, backoffBaseMs: 100, backoffMaxMs: 200, maxAttempts: 1_000 } });
+    app = await createTestApp({ database, outbox: { pollIntervalMs: 50, backoffBaseMs: 100, backoffMaxMs: 200, maxAttempts: 1_000 } });
   });
 
   afterAll(() => app.close());
 
   it('does not count a message no queue is bound for as sent, and delivers it once a queue is bound', async () => {
     const { messageId } = await app.get(OrderPayments).pay(EXCHANGE);
-    const row = async () => (await sql(`SELECT status, attempts, last_error FROM "${SCHEMA}".outbox_message WHERE message_id = $1`, [messageId]))[0];
+    const row = async () => {
+      const [found] = await database.sql(`SELECT status, attempts, last_error FROM {outbox_message} WHERE message_id = ?`, [messageId]);
+      return { ...found, attempts: Number(found.attempts) };
+    };
     await waitUntil(async () => (await row()).attempts >= 2, 'two failed attempts');
     expect(await row()).toMatchObject({ status: expect.stringMatching(/FAILED|PROCESSING/), last_error: expect.stringMatching(/UnroutableMessageError/) });
 

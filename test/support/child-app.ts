@@ -1,20 +1,31 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { OutboxModuleOptionsInput } from '../../lib';
-import { sql } from './database';
+import { testDatabase, type DatabaseKind } from './database';
+import { prepareSessionIdentity } from './database-sessions';
+import type { FlakySendsConfig } from './flaky-transport';
 import type { InboxFixtureConfig } from './inbox-fixture';
 
 const ROOT = resolve(__dirname, '../..');
 const FIXTURE = resolve(ROOT, 'test/fixtures/dispatcher-process.ts');
+const SKEW_CLOCK = resolve(ROOT, 'test/fixtures/skew-clock.ts');
+/** The variable `skew-clock.ts` reads the skew from. */
+const CLOCK_SKEW_ENV = 'TEST_CLOCK_SKEW_MS';
 
 /** What `test/fixtures/dispatcher-process.ts` is started with (JSON, so no functions). */
 export interface DispatcherChildConfig {
-  schema: string;
+  /** The test file's database (`TestDatabase.kind` and `.name`). */
+  database: { kind: DatabaseKind; name: string };
   /** Adds `@InboxHandler()` consumers (test/support/inbox-fixture.ts). */
   inbox?: InboxFixtureConfig;
   outbox?: Omit<OutboxModuleOptionsInput, 'isFatalError'>;
-  postgresUrl?: string;
   amqpUrl?: string;
+  /** Sends through the RabbitMQ transport with failures injected (test/support/flaky-transport.ts). */
+  flakySends?: FlakySendsConfig;
+  /** Shifts the child's JavaScript clock (`Date.now()`, `new Date()`) by this much, as a server whose clock is off. */
+  clockSkewMs?: number;
+  /** The name the database knows the child's sessions by; `ChildApp.start` sets it to the child's name. */
+  sessionName?: string;
 }
 
 export interface ChildExit {
@@ -62,14 +73,25 @@ export class ChildApp {
   }
 
   /**
-   * Spawns `dispatcher-process.ts` and waits for its READY line. `name` also becomes the
-   * `application_name` of the child's PostgreSQL sessions.
+   * Spawns `dispatcher-process.ts` and waits for its READY line. `name` is also what the
+   * database knows the child's sessions by (see `sessionsOf` in database-sessions.ts).
    */
   static async start(name: string, config: DispatcherChildConfig, readyTimeoutMs = 30_000): Promise<ChildApp> {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', FIXTURE, JSON.stringify(config)], {
+    await prepareSessionIdentity(testDatabase(config.database.name, config.database.kind), name);
+    const skewed = config.clockSkewMs !== undefined;
+    // The clock is shifted before anything else loads, so no module keeps the true time.
+    const preload = ['-r', 'ts-node/register/transpile-only', ...(skewed ? ['-r', SKEW_CLOCK] : [])];
+    // A whole TestDatabase may be passed as `database`: only its kind and name travel.
+    const { kind, name: databaseName } = config.database;
+    const json = JSON.stringify({ sessionName: name, ...config, database: { kind, name: databaseName } });
+    const child = spawn(process.execPath, [...preload, FIXTURE, json], {
       cwd: ROOT,
-      // PGAPPNAME: the child's PostgreSQL sessions carry its name (see `sessionsOf`).
-      env: { ...process.env, TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json'), TS_NODE_TRANSPILE_ONLY: '1', PGAPPNAME: name },
+      env: {
+        ...process.env,
+        TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json'),
+        TS_NODE_TRANSPILE_ONLY: '1',
+        ...(skewed ? { [CLOCK_SKEW_ENV]: String(config.clockSkewMs) } : {}),
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const app = new ChildApp(name, child);
@@ -138,16 +160,6 @@ export class ChildApp {
 /** Kills every child still running (for afterAll/afterEach: runs even when a test failed). */
 export async function killAllChildren(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
   await Promise.all([...running].map((child) => child.kill(signal)));
-}
-
-/**
- * How many PostgreSQL sessions a child (by its name) still has. After a SIGKILL the server
- * may finish a statement the child had sent; once this is 0, nothing of the child can still
- * change a row.
- */
-export async function sessionsOf(name: string): Promise<number> {
-  const [row] = await sql<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1`, [name]);
-  return row.n;
 }
 
 function describeExit(exit: ChildExit): string {

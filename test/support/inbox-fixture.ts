@@ -5,10 +5,10 @@ import { Injectable, OnModuleInit, Provider } from '@nestjs/common';
 import type { Channel } from 'amqplib';
 import { DataSource } from 'typeorm';
 import { InboxHandler, InboxMode, OutboxService } from '../../lib';
+import { TestEffect } from './test-entities';
 
 /** An inbox consumer for tests, described by plain data so a child process can build it too. */
 export interface InboxFixtureConfig {
-  schema: string;
   exchange: string;
   routingKey: string;
   /** Exchange the handler publishes its two outgoing messages to (through the outbox). */
@@ -31,13 +31,6 @@ export interface FixtureEvent {
   holdMs?: number;
   /** The business fact, used as the handler's bizKey when present. */
   bizKey?: string;
-}
-
-/** Creates the business table the handler writes to (not unique: duplicates would show). */
-export async function createFixtureTables(dataSource: DataSource, schema: string): Promise<void> {
-  await dataSource.query(
-    `CREATE TABLE IF NOT EXISTS "${schema}".test_effect (id bigserial PRIMARY KEY, consumer text NOT NULL, order_id int NOT NULL, message_id text)`,
-  );
 }
 
 /** Providers with one `@InboxHandler()` method per configured consumer. */
@@ -77,11 +70,7 @@ function createConsumerClass(config: InboxFixtureConfig, consumer: { name: strin
       const attempt = (attempts.get(key) ?? 0) + 1;
       attempts.set(key, attempt);
       if (event.holdMs) await new Promise((resolve) => setTimeout(resolve, event.holdMs));
-      await this.txHost.tx.query(`INSERT INTO "${config.schema}".test_effect (consumer, order_id, message_id) VALUES ($1, $2, $3)`, [
-        consumer.name,
-        event.orderId,
-        message.properties.messageId ?? null,
-      ]);
+      await this.txHost.tx.getRepository(TestEffect).insert({ consumer: consumer.name, orderId: event.orderId, messageId: message.properties.messageId ?? null });
       for (const kind of ['reserved', 'notified']) {
         await this.outbox.publish({
           type: `inventory.${kind}`,

@@ -5,7 +5,10 @@ import { OutboxMessage, OutboxService } from '../../lib';
 export interface PublishManyOptions {
   /** Messages per transaction. */
   perTransaction?: number;
-  /** Transactions open at once. */
+  /**
+   * Transactions open at once. One on SQLite, whatever is asked: TypeORM runs a process's SQLite
+   * transactions on its one connection, where a second would become a savepoint of the first.
+   */
   parallel?: number;
   /** Runs inside each transaction after its messages were published (e.g. to alter the rows). */
   beforeCommit?: (manager: EntityManager, messageIds: string[]) => Promise<void>;
@@ -21,9 +24,10 @@ export async function publishMany(
   message: (n: number) => OutboxMessage,
   options: PublishManyOptions = {},
 ): Promise<string[]> {
-  const { perTransaction = 100, parallel = 1 } = options;
   const outbox = app.get(OutboxService);
   const dataSource = app.get(DataSource);
+  const { perTransaction = 100 } = options;
+  const parallel = dataSource.options.type === 'better-sqlite3' ? 1 : (options.parallel ?? 1);
   const ids: string[] = [];
   let next = 0;
   const publisher = async () => {

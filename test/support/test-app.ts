@@ -7,19 +7,13 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { TransactionHost, Transactional } from '@nestjs-cls/transactional';
 import { ClsModule } from 'nestjs-cls';
-import { Column, DataSource, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { OutboxModule, OutboxModuleOptionsInput, OutboxModuleStaticOptions, OutboxService } from '../../lib';
-import { AMQP_URL, POSTGRES_URL } from './environment';
+import { TestDatabase, testDatabase } from './database';
+import { AMQP_URL } from './environment';
+import { TestEffect, TestOrder } from './test-entities';
 
-/** A business row written in the same transaction as the outbox message. */
-@Entity({ name: 'test_order' })
-export class TestOrder {
-  @PrimaryGeneratedColumn()
-  id!: number;
-
-  @Column({ type: 'varchar', length: 40 })
-  status!: string;
-}
+export { TestEffect, TestOrder };
 
 /** Business code as a user writes it: `@Transactional()`, a repository, and the outbox. */
 @Injectable()
@@ -29,8 +23,12 @@ export class OrderPayments {
     private readonly outbox: OutboxService,
   ) {}
 
+  /**
+   * Pays an order and publishes `order.paid` in one transaction. `holdMs` keeps the transaction
+   * open that long after publishing; `beforeCommit` runs last inside it.
+   */
   @Transactional()
-  async pay(exchange: string, options: { fail?: boolean; holdMs?: number; bizKey?: string } = {}) {
+  async pay(exchange: string, options: { fail?: boolean; holdMs?: number; bizKey?: string; beforeCommit?: () => void } = {}) {
     const order = await this.txHost.tx.getRepository(TestOrder).save({ status: 'PAID' });
     const result = await this.outbox.publish({
       type: 'order.paid',
@@ -41,16 +39,21 @@ export class OrderPayments {
     });
     if (options.holdMs) await new Promise((resolve) => setTimeout(resolve, options.holdMs));
     if (options.fail) throw new Error('payment rejected after publishing');
+    options.beforeCommit?.();
     return { order, ...result };
   }
 }
 
 export interface TestAppOptions {
-  schema: string;
+  /** The test file's database; required unless `schema` is given. */
+  database?: TestDatabase;
+  /** A PostgreSQL schema, for PostgreSQL-only tests and benchmarks: the same as `database: testDatabase(schema, 'postgres')`. */
+  schema?: string;
+  /** The name the database knows the app's sessions by (see `database-sessions.ts`). */
+  sessionName?: string;
   outbox?: OutboxModuleOptionsInput;
   statics?: OutboxModuleStaticOptions;
   amqpUrl?: string;
-  postgresUrl?: string;
   providers?: Provider[];
   /**
    * golevelup keeps connections in a process-wide registry by name, and a second app's
@@ -64,6 +67,8 @@ let appCount = 0;
 
 /** A Nest application wired exactly as the README tells users to wire it. */
 export async function createTestApp(options: TestAppOptions): Promise<INestApplicationContext> {
+  const database = options.database ?? (options.schema ? testDatabase(options.schema, 'postgres') : undefined);
+  if (!database) throw new Error('createTestApp: pass the test file\'s database');
   @Module({
     imports: [
       ClsModule.forRoot({
@@ -75,15 +80,8 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
           }),
         ],
       }),
-      TypeOrmModule.forRoot({
-        type: 'postgres',
-        url: options.postgresUrl ?? POSTGRES_URL,
-        schema: options.schema,
-        synchronize: true,
-        autoLoadEntities: true,
-        extra: { max: 10 },
-      }),
-      TypeOrmModule.forFeature([TestOrder]),
+      TypeOrmModule.forRoot({ ...database.dataSourceOptions({ sessionName: options.sessionName }), autoLoadEntities: true }),
+      TypeOrmModule.forFeature([TestOrder, TestEffect]),
       ScheduleModule.forRoot(),
       RabbitMQModule.forRoot({
         name: options.connectionName ?? `test-app-${++appCount}`,

@@ -1,0 +1,121 @@
+import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
+import { INestApplicationContext, Injectable } from '@nestjs/common';
+import { Channel, ChannelModel, connect } from 'amqplib';
+import { randomUUID } from 'node:crypto';
+import { InboxHandler, MessageStatus, NonRetryableError, OutboxAdmin } from '../../lib';
+import { brokerName } from '../support/broker-names';
+import { DATABASE_KIND, testDatabase } from '../support/database';
+import { AMQP_URL } from '../support/environment';
+import { createTestApp } from '../support/test-app';
+import { sleep, waitUntil } from '../support/wait';
+
+const database = testDatabase('it_inbox_ordering');
+const PREFIX = brokerName('it.inbox-ordering');
+const EXCHANGE = `${PREFIX}.in`;
+const QUEUE = `${PREFIX}.ordered`;
+const CONSUMER = 'ordered-consumer';
+const KEYS = ['acct-1', 'acct-2', 'acct-3'];
+const PER_KEY = 20;
+
+interface Entry {
+  key: string;
+  seq: number;
+  poison?: boolean;
+}
+
+/** What the handler saw, in the order its transactions committed, and the failures to inject. */
+const handled: Entry[] = [];
+const faults = { failRate: 0.1, poisonFatal: true };
+
+@Injectable()
+class OrderedConsumer {
+  @RabbitSubscribe({ exchange: EXCHANGE, routingKey: 'ordered.#', queue: QUEUE, queueOptions: { durable: false } })
+  @InboxHandler({ consumer: CONSUMER, mode: 'deferred', maxAttempts: 50, orderingKey: (entry: Entry) => entry.key })
+  async handle(entry: Entry): Promise<void> {
+    if (entry.poison && faults.poisonFatal) throw new NonRetryableError(`poisoned entry ${entry.key}/${entry.seq}`);
+    if (Math.random() < faults.failRate) throw new Error('injected handler failure');
+    handled.push({ key: entry.key, seq: entry.seq });
+  }
+}
+
+const sequence = (key: string) => handled.filter((e) => e.key === key).map((e) => e.seq);
+
+/**
+ * Per key, the order in which the deliveries were stored (their ids). It can differ from the
+ * publishing order: golevelup hands a channel's deliveries to the handler concurrently, up to the
+ * prefetch, and they are stored concurrently.
+ */
+async function storedOrder(key: string): Promise<number[]> {
+  const rows = await database.sql<{ payload: string }>(`SELECT payload FROM {inbox_message} WHERE consumer = ? AND ordering_key = ? ORDER BY id`, [CONSUMER, key]);
+  return rows.map((row) => (JSON.parse(row.payload) as Entry).seq);
+}
+const inOrder = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+describe(`Deferred @InboxHandler with an orderingKey (${DATABASE_KIND})`, () => {
+  let app: INestApplicationContext;
+  let connection: ChannelModel;
+  let channel: Channel;
+
+  beforeAll(async () => {
+    await database.reset();
+    connection = await connect(AMQP_URL);
+    channel = await connection.createChannel();
+    await channel.assertExchange(EXCHANGE, 'topic', { durable: false });
+    await channel.deleteQueue(QUEUE);
+    app = await createTestApp({
+      database,
+      outbox: { pollIntervalMs: 100, backoffBaseMs: 20, backoffMaxMs: 100, notifyEnabled: false, inboxBatchSize: 10 },
+      providers: [OrderedConsumer],
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await channel?.deleteQueue(QUEUE);
+    await connection?.close();
+  });
+
+  const deliver = (entry: Entry) =>
+    channel.publish(EXCHANGE, `ordered.${entry.key}`, Buffer.from(JSON.stringify(entry)), { messageId: randomUUID(), type: 'ledger.entry' });
+
+  it('processes each key one delivery at a time, in the order stored, with 10 % of attempts failing', async () => {
+    for (let seq = 0; seq < PER_KEY; seq++) for (const key of KEYS) deliver({ key, seq });
+    await waitUntil(() => handled.length === KEYS.length * PER_KEY, 'every delivery handled', 40_000);
+    for (const key of KEYS) {
+      expect({ key, seqs: sequence(key) }).toEqual({ key, seqs: await storedOrder(key) });
+      expect([...sequence(key)].sort((a, b) => a - b)).toEqual(inOrder(PER_KEY));
+    }
+    const [{ retried }] = await database.sql<{ retried: number }>(`SELECT count(*) AS retried FROM {inbox_message} WHERE attempts > 0`);
+    expect(Number(retried)).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('parks a key behind a poisoned delivery, and requeuing it releases the key in order', async () => {
+    handled.length = 0;
+    faults.failRate = 0;
+    // One delivery stored at a time, so that the stored order is the publishing order.
+    const stored = async () => Number((await database.sql(`SELECT count(*) AS n FROM {inbox_message}`))[0].n);
+    for (let seq = 0; seq < 5; seq++) {
+      for (const entry of [{ key: 'acct-poisoned', seq, poison: seq === 1 }, { key: 'acct-healthy', seq }]) {
+        const before = await stored();
+        deliver(entry);
+        await waitUntil(async () => (await stored()) === before + 1, 'the delivery is stored', 10_000);
+      }
+    }
+    await waitUntil(() => sequence('acct-healthy').length === 5, 'the healthy key is handled', 20_000);
+    const admin = app.get(OutboxAdmin);
+    await waitUntil(async () => (await admin.parkedInboxKeys()).length === 1, 'the poisoned key is parked', 20_000);
+    await sleep(300);
+    expect(sequence('acct-poisoned')).toEqual([0]);
+    const [parked] = await admin.parkedInboxKeys();
+    expect(parked).toEqual(expect.objectContaining({ orderingKey: 'acct-poisoned', consumer: CONSUMER, waiting: 3 }));
+    expect(parked.lastError).toMatch(/poisoned entry/);
+
+    faults.poisonFatal = false;
+    expect(await admin.requeueInbox(CONSUMER, parked.messageId)).toBe(true);
+    await waitUntil(() => sequence('acct-poisoned').length === 5, 'the parked key drained', 20_000);
+    expect(sequence('acct-poisoned')).toEqual(inOrder(5));
+    expect(await admin.parkedInboxKeys()).toEqual([]);
+    const [row] = await database.sql(`SELECT status FROM {inbox_message} WHERE message_id = ?`, [parked.messageId]);
+    expect(row.status).toBe(MessageStatus.DONE);
+  }, 60_000);
+});
