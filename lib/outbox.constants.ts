@@ -10,5 +10,10 @@ export const OUTBOX_DATA_SOURCE = Symbol('OUTBOX_DATA_SOURCE');
 export const OUTBOX_INSTANCE_ID = Symbol('OUTBOX_INSTANCE_ID');
 /** Injection token of the `InboxDialect` bound to the inbox table. */
 export const INBOX_DIALECT = Symbol('INBOX_DIALECT');
+/**
+ * Injection token of the DataSource the dispatcher, the deferred inbox worker and maintenance run
+ * their own statements on: a small pool of their own, or the application's DataSource.
+ */
+export const OUTBOX_WORKER_DATA_SOURCE = Symbol('OUTBOX_WORKER_DATA_SOURCE');
 /** Injection token of the `DatabaseDialect` of the outbox's DataSource (tables created when `synchronize` is on). */
 export const DATABASE_DIALECT = Symbol('DATABASE_DIALECT');

@@ -19,7 +19,7 @@ import {
   OUTBOX_OPTIONS_TYPE,
   OutboxModuleStaticOptions,
 } from './outbox-module-definition';
-import { DATABASE_DIALECT, INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
+import { DATABASE_DIALECT, INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './options/outbox-module-options';
 import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './options/table-names';
 import { validateOutboxOptions } from './options/validate-options';
@@ -29,6 +29,7 @@ import { OutboxService } from './outbox/outbox.service';
 import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 import { createTablesAtStartup } from './schema/create-tables-at-startup';
 import { OutboxAdmin } from './admin/outbox-admin.service';
+import { openWorkerDataSource, WorkerDataSourceCloser } from './pool/worker-data-source';
 
 /**
  * The transactional outbox and inbox: `OutboxService` to publish inside your transactions, a
@@ -72,6 +73,12 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
         return dialect;
       },
     },
+    {
+      provide: OUTBOX_WORKER_DATA_SOURCE,
+      inject: [OUTBOX_DATA_SOURCE, DATABASE_DIALECT, OUTBOX_OPTIONS],
+      useFactory: openWorkerDataSource,
+    },
+    WorkerDataSourceCloser,
     {
       provide: OUTBOX_DIALECT,
       inject: [DATABASE_DIALECT, OUTBOX_DATA_SOURCE],

@@ -17,6 +17,8 @@ export interface TableDdl {
 export interface DatabaseDialect {
   /** For logs and errors, e.g. `postgres`, `mariadb 10.11 (SKIP LOCKED)`. */
   readonly description: string;
+  /** Whether a second pool of connections to the same database can be opened (not SQLite's one connection). */
+  readonly opensWorkerPool: boolean;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   outboxTableDdl(request: TableDdl): string[];

@@ -23,36 +23,32 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
 }
 
 /**
- * The claim → process → settle loop shared by the outbox dispatcher and the deferred inbox.
- * Runs never overlap: a trigger during a run makes the run go round once more instead of
- * starting another. `concurrency` loops share a run, so work is always in flight.
+ * The claim → process → settle loops shared by the outbox dispatcher and the deferred inbox.
+ * Up to `concurrency` loops run at once. A trigger starts an idle loop at once, so a message
+ * committed while another batch waits for its confirms is claimed without waiting for that batch;
+ * when every loop is busy, the first to finish a cycle looks again. A loop that claimed a full
+ * batch starts another, so a backlog is worked with all loops.
  */
 export class ClaimWorker<T extends AttemptedClaim> {
   private readonly inFlight = new Map<string, T[]>();
-  private run?: Promise<void>;
-  private runAgain = false;
+  private readonly loops = new Set<Promise<void>>();
+  /** A trigger that no loop has looked for since: the next loop to finish a cycle claims again. */
+  private lookAgain = false;
   private stopping = false;
 
   constructor(private readonly spec: ClaimWorkerSpec<T>) {}
 
-  /** Starts a run now, or makes the current run go round once more. Never throws. */
+  /** Claims now, or makes a busy loop claim again when it is done. Never throws. */
   trigger(): void {
     if (this.stopping) return;
-    if (this.run) {
-      this.runAgain = true;
-      return;
-    }
-    this.run = this.runUntilIdle().finally(() => {
-      this.run = undefined;
-      // A trigger that came after the run's last look, but before it was cleared, must not be lost.
-      if (this.runAgain) this.trigger();
-    });
+    this.lookAgain = true;
+    this.spawn();
   }
 
   /** Runs until no due row is left; resolves when done. */
   async drain(): Promise<void> {
     this.trigger();
-    while (this.run) await this.run;
+    while (this.loops.size > 0) await Promise.all([...this.loops]);
   }
 
   /**
@@ -61,11 +57,11 @@ export class ClaimWorker<T extends AttemptedClaim> {
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    if (this.run) {
-      // The grace timer is cancelled once the run ends, or it would hold the process open.
+    if (this.loops.size > 0) {
+      // The grace timer is cancelled once the loops end, or it would hold the process open.
       const graceOver = new AbortController();
       const grace = this.spec.processTimeoutMs + SHUTDOWN_GRACE_MS;
-      await Promise.race([this.run, sleep(grace, undefined, { signal: graceOver.signal }).catch(() => undefined)]);
+      await Promise.race([Promise.all([...this.loops]), sleep(grace, undefined, { signal: graceOver.signal }).catch(() => undefined)]);
       graceOver.abort();
     }
     const leftovers = [...this.inFlight.values()].flat();
@@ -75,16 +71,25 @@ export class ClaimWorker<T extends AttemptedClaim> {
     }
   }
 
-  private async runUntilIdle(): Promise<void> {
-    do {
-      this.runAgain = false;
-      await Promise.all(Array.from({ length: this.spec.concurrency }, () => this.loop()));
-    } while (this.runAgain && !this.stopping);
+  /** Starts one more loop, unless all are running. */
+  private spawn(): void {
+    if (this.stopping || this.loops.size >= this.spec.concurrency) return;
+    const loop = this.loop().finally(() => {
+      this.loops.delete(loop);
+      // A trigger that came as the last loop ended must not be lost.
+      if (this.lookAgain && this.loops.size === 0) this.spawn();
+    });
+    this.loops.add(loop);
   }
 
   private async loop(): Promise<void> {
     try {
-      while (!this.stopping && (await this.claimAndProcess()) === this.spec.batchSize);
+      while (!this.stopping) {
+        this.lookAgain = false;
+        const claimed = await this.claimAndProcess();
+        // Short batch: nothing else was due when this loop looked, unless a trigger came since.
+        if (claimed < this.spec.batchSize && !this.lookAgain) return;
+      }
     } catch (error) {
       // The database is unreachable or failing: polling tries again; claimed rows are reclaimed.
       this.spec.logger.error(`Processing ${this.spec.table.label} rows failed: ${describeError(error, 500)}`);
@@ -96,11 +101,12 @@ export class ClaimWorker<T extends AttemptedClaim> {
     const claimToken = randomUUID();
     const batch = await this.spec.claim(this.spec.batchSize, claimToken);
     if (batch.length === 0) return 0;
+    if (batch.length === this.spec.batchSize) this.spawn();
     this.inFlight.set(claimToken, batch);
     try {
       await this.spec.process(batch);
       // Settling an ordered row may have made the next row of its key claimable: look again.
-      if (batch.some((row) => row.orderingKey !== null)) this.runAgain = true;
+      if (batch.some((row) => row.orderingKey !== null)) this.lookAgain = true;
       return batch.length;
     } finally {
       this.inFlight.delete(claimToken);

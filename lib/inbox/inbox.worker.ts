@@ -6,7 +6,7 @@ import { DataSource } from 'typeorm';
 import { ClaimedInboxMessage, InboxDialect } from '../dialects/inbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
-import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { InboxHandlerExplorer } from './inbox-handler.explorer';
 import { InboxWakeup } from './inbox-wakeup';
@@ -29,7 +29,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
   private worker?: ClaimWorker<ClaimedInboxMessage>;
 
   constructor(
-    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(INBOX_DIALECT) private readonly dialect: InboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Inject(OUTBOX_INSTANCE_ID) private readonly instanceId: string,

@@ -5,7 +5,7 @@ import { InboxDialect } from '../dialects/inbox-dialect';
 import { OutboxDialect } from '../dialects/outbox-dialect';
 import { StateTable } from '../engine/state-table';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
-import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
@@ -35,7 +35,7 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
   private checking?: Promise<StuckCheckReport>;
 
   constructor(
-    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(OUTBOX_DIALECT) outbox: OutboxDialect,
     @Inject(INBOX_DIALECT) inbox: InboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,

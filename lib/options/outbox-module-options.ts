@@ -18,6 +18,14 @@ export class OutboxModuleOptions {
   @IsInt() @Min(1) @Max(64)
   dispatchConcurrency = 4;
 
+  /**
+   * Connections of the dispatcher's own pool (claims, settles, LISTEN, maintenance), so that its
+   * statements never queue behind the application's transactions. Default: dispatchConcurrency + 2.
+   * 0 shares the application's pool. SQLite always shares its one connection.
+   */
+  @IsOptional() @IsInt() @Min(0) @Max(100)
+  workerPoolSize?: number;
+
   /** Polling interval: the backstop when no wake-up arrives. */
   @IsInt() @Min(10)
   pollIntervalMs = 1_000;

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import { OutboxDialect } from '../dialects/outbox-dialect';
-import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
+import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_WORKER_DATA_SOURCE } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 
 const PUBLISHED = Symbol('nestjs-outbox:published');
@@ -27,6 +27,8 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
 
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    /** LISTEN holds a connection for the life of the process: the worker pool's, where it has one. */
+    @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly listenDataSource: DataSource,
     @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
   ) {
@@ -61,7 +63,7 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
     if (!this.options.notifyEnabled || !this.dialect.listen || this.closed) return;
     try {
       this.stopListening = await this.dialect.listen(
-        this.dataSource,
+        this.listenDataSource,
         this.options.notifyChannel,
         () => this.wake(),
         (error) => this.listenLost(error),

@@ -5,7 +5,7 @@ import { ClaimedMessage, OutboxDialect } from '../dialects/outbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
 import { failurePolicyFrom, FailurePolicy, settleBatch } from '../engine/settlement';
 import { OutboxError } from '../errors';
-import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from '../outbox.constants';
+import { OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxTransport } from '../transport/outbox-transport';
 import { OutboxWakeup } from './outbox-wakeup';
@@ -36,7 +36,7 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
   readonly stats: DispatcherStats = { claimed: 0, sent: 0, failed: 0, fenced: 0 };
 
   constructor(
-    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
     @Inject(OUTBOX_TRANSPORT) private readonly transport: OutboxTransport,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,

@@ -18,6 +18,7 @@ import { SkipLockedClaim } from './mysql-skip-locked-claim';
  */
 export class MysqlDialect implements DatabaseDialect {
   readonly description: string;
+  readonly opensWorkerPool = true;
 
   /** @param claimStrategy how rows are claimed; by default the best the server supports */
   constructor(

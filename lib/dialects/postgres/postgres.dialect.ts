@@ -8,6 +8,7 @@ import { postgresInboxTableDdl, postgresOutboxTableDdl } from './postgres-schema
 /** PostgreSQL: SKIP LOCKED claims, partial indexes, NOTIFY wake-ups. */
 export class PostgresDialect implements DatabaseDialect {
   readonly description = 'postgres';
+  readonly opensWorkerPool = true;
 
   outbox(quotedTable: string): OutboxDialect {
     return new PostgresOutboxDialect(quotedTable);

@@ -19,6 +19,8 @@ const MIN_VERSION = [3, 38];
  */
 export class SqliteDialect implements DatabaseDialect {
   readonly description: string;
+  /** TypeORM holds the one connection; a second one could not see what the application sees without it committing (and `:memory:` databases have no second). */
+  readonly opensWorkerPool = false;
 
   constructor(
     private readonly connection: SqliteConnection,

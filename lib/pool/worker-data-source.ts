@@ -1,0 +1,45 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { DatabaseDialect } from '../dialects/database-dialect';
+import { OUTBOX_DATA_SOURCE, OUTBOX_WORKER_DATA_SOURCE } from '../outbox.constants';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+
+/**
+ * The DataSource for the library's own statements. Under load the application's transactions can
+ * hold every connection of its pool, and a claim or a settle waiting for one adds that wait to
+ * every message's latency; a few connections of its own keep the dispatcher's pace independent of
+ * the application's. Only where it runs (dispatcherEnabled), and not on SQLite.
+ */
+export async function openWorkerDataSource(dataSource: DataSource, dialect: DatabaseDialect, options: OutboxModuleOptions): Promise<DataSource> {
+  const size = options.workerPoolSize ?? options.dispatchConcurrency + 2;
+  if (!options.dispatcherEnabled || size === 0 || !dialect.opensWorkerPool) return dataSource;
+  // The pool-size keys of `extra` would override `poolSize` (pg's `max`, mysql2's `connectionLimit`).
+  const { max: _max, connectionLimit: _limit, ...extra } = (dataSource.options.extra ?? {}) as Record<string, unknown>;
+  const worker = new DataSource({
+    ...dataSource.options,
+    entities: [],
+    subscribers: [],
+    migrations: [],
+    synchronize: false,
+    migrationsRun: false,
+    dropSchema: false,
+    poolSize: size,
+    extra,
+  } as typeof dataSource.options);
+  await worker.initialize();
+  new Logger('OutboxModule').debug(`Dispatcher pool: ${size} connection(s)`);
+  return worker;
+}
+
+/** Closes the worker pool after the dispatcher and the inbox worker stopped (they stop before application shutdown). */
+@Injectable()
+export class WorkerDataSourceCloser implements OnApplicationShutdown {
+  constructor(
+    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly worker: DataSource,
+  ) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.worker !== this.dataSource && this.worker.isInitialized) await this.worker.destroy();
+  }
+}

@@ -1,0 +1,104 @@
+import { Logger } from '@nestjs/common';
+import { ClaimWorker } from '../../lib/engine/claim-worker';
+import { AttemptedClaim, StateTable } from '../../lib/engine/state-table';
+
+interface Row extends AttemptedClaim {}
+
+/** A table of due rows in memory, and control over when each batch's processing finishes. */
+class FakeQueue {
+  due: number[] = [];
+  claims = 0;
+  processing = 0;
+  maxProcessing = 0;
+  processed: number[] = [];
+  private release: (() => void)[] = [];
+
+  worker(batchSize: number, concurrency: number, holdProcessing = false): ClaimWorker<Row> {
+    return new ClaimWorker<Row>({
+      dataSource: undefined as never,
+      table: { label: 'fake', release: async () => 0 } as unknown as StateTable,
+      batchSize,
+      concurrency,
+      processTimeoutMs: 1_000,
+      logger: new Logger('test'),
+      claim: async (limit, claimToken) => {
+        this.claims++;
+        return this.due.splice(0, limit).map((n) => ({ id: String(n), claimToken, attempts: 0, maxAttempts: 1, orderingKey: null }));
+      },
+      process: async (batch) => {
+        this.processing++;
+        this.maxProcessing = Math.max(this.maxProcessing, this.processing);
+        if (holdProcessing) await new Promise<void>((resolve) => this.release.push(resolve));
+        this.processed.push(...batch.map((row) => Number(row.id)));
+        this.processing--;
+      },
+    });
+  }
+
+  finishAll(): void {
+    for (const release of this.release.splice(0)) release();
+  }
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('ClaimWorker', () => {
+  it('claims a row committed while another batch is still being processed, without waiting for it', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(10, 4, true);
+    queue.due = [1];
+    worker.trigger();
+    await tick();
+    expect(queue.processing).toBe(1);
+
+    queue.due = [2];
+    worker.trigger();
+    await tick();
+    // The second row is being processed while the first batch still waits.
+    expect(queue.processing).toBe(2);
+    queue.finishAll();
+    await worker.drain();
+    expect(queue.processed.sort()).toEqual([1, 2]);
+  });
+
+  it('never runs more loops than its concurrency, and loses no trigger when all are busy', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(1, 2, true);
+    queue.due = [1, 2];
+    worker.trigger();
+    worker.trigger();
+    await tick();
+    expect(queue.processing).toBe(2);
+
+    queue.due.push(3);
+    worker.trigger(); // every loop is busy
+    await tick();
+    expect(queue.processing).toBe(2);
+    while (queue.processed.length < 3) {
+      queue.finishAll();
+      await tick();
+    }
+    await worker.drain();
+    expect(queue.processed.sort()).toEqual([1, 2, 3]);
+    expect(queue.maxProcessing).toBe(2);
+  });
+
+  it('works a backlog with all its loops', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(5, 3);
+    queue.due = Array.from({ length: 100 }, (_, i) => i);
+    await worker.drain();
+    expect(queue.processed.sort((a, b) => a - b)).toEqual(queue.processed.map((_, i) => i));
+    expect(queue.processed).toHaveLength(100);
+  });
+
+  it('stops claiming once stopped', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(5, 2);
+    await worker.stop();
+    queue.due = [1];
+    worker.trigger();
+    await tick();
+    expect(queue.claims).toBe(0);
+  });
+});
