@@ -6,8 +6,8 @@ import { ClaimRef, FailedSettlement } from '../../lib/engine/state-table';
 import { MessageStatus } from '../../lib/message/message-status';
 import {
   describeOnMysql,
+  DialectTables,
   dropDatabase,
-  MariadbTables,
   openSession,
   openWithTables,
   outboxRow,
@@ -24,7 +24,7 @@ const DATABASE = 'it_mariadb_claims';
 
 /** The MySQL/MariaDB dialect's outbox claims, settles and admin transitions, on a real MariaDB. */
 describeOnMysql(`${SERVER.name} outbox dialect`, () => {
-  let tables: MariadbTables;
+  let tables: DialectTables;
 
   beforeAll(async () => {
     await recreateDatabase(DATABASE);
@@ -39,7 +39,7 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
   });
 
   const claimedBy = 'test-instance';
-  const claim = (limit = 100, on: MariadbTables = tables) => on.outbox.claim(on.dataSource, limit, randomUUID(), claimedBy);
+  const claim = (limit = 100, on: DialectTables = tables) => on.outbox.claim(on.dataSource, limit, randomUUID(), claimedBy);
   const failure = (claimed: ClaimRef, status: FailedSettlement['status'], delayMs: number, error = 'boom'): FailedSettlement => ({
     id: claimed.id,
     claimToken: claimed.claimToken,
@@ -226,7 +226,7 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
 
   describe('concurrency', () => {
     /** Claims and settles until nothing is left; returns every id it claimed. */
-    async function drain(on: MariadbTables, batch: number): Promise<string[]> {
+    async function drain(on: DialectTables, batch: number): Promise<string[]> {
       const ids: string[] = [];
       for (let idle = 0; idle < 3; ) {
         const claimed = await claim(batch, on);
@@ -355,7 +355,7 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
   });
 
   describe('the conditional-UPDATE claim (servers without SKIP LOCKED)', () => {
-    let cas: MariadbTables;
+    let cas: DialectTables;
     beforeAll(async () => {
       cas = await openWithTables(DATABASE, { claimStrategy: new ConditionalUpdateClaim(), dataSource: { synchronize: false } });
     });
@@ -381,7 +381,7 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
       await publishMany(cas, total, (i) => ({ orderingKey: i % 10 === 0 ? `key-${i % 7}` : null }));
       const other = await openWithTables(DATABASE, { claimStrategy: new ConditionalUpdateClaim(), dataSource: { synchronize: false } });
       const seen: string[] = [];
-      const drain = async (on: MariadbTables) => {
+      const drain = async (on: DialectTables) => {
         for (let idle = 0; idle < 3; ) {
           const claimed = await claim(50, on);
           if (claimed.length === 0) {

@@ -3,14 +3,14 @@ import { QueryRunner } from 'typeorm';
 import { InboxAcquisition, InboxRow } from '../../lib/dialects/inbox-dialect';
 import { ConditionalUpdateClaim } from '../../lib/dialects/mysql/mysql-conditional-claim';
 import { MessageStatus } from '../../lib/message/message-status';
-import { describeOnMysql, dropDatabase, inboxRow, INBOX_TABLE, MariadbTables, openWithTables, recreateDatabase, SERVER, sleep } from './mariadb-test-database';
+import { describeOnMysql, DialectTables, dropDatabase, inboxRow, INBOX_TABLE, openWithTables, recreateDatabase, SERVER, sleep } from './mariadb-test-database';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const DATABASE = 'it_mariadb_inbox';
 
 /** The MySQL/MariaDB dialect's inbox: dedupe under concurrent deliveries, failures, deferred claims. */
 describeOnMysql(`${SERVER.name} inbox dialect`, () => {
-  let tables: MariadbTables;
+  let tables: DialectTables;
 
   beforeAll(async () => {
     await recreateDatabase(DATABASE);
@@ -150,7 +150,7 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
   });
 
   describe('deferred mode', () => {
-    const claim = (consumers: string[], limit = 100, on: MariadbTables = tables) => on.inbox.claim(on.dataSource, consumers, limit, randomUUID(), 'test-instance');
+    const claim = (consumers: string[], limit = 100, on: DialectTables = tables) => on.inbox.claim(on.dataSource, consumers, limit, randomUUID(), 'test-instance');
 
     it('stores a delivery PENDING once, and claims it for its consumers only', async () => {
       const row = inboxRow({ consumer: 'Deferred.a', headers: '{"x-trace":"t1"}', payload: 'not json, as received' });

@@ -1,15 +1,16 @@
 import { createConnection, Connection } from 'mysql2/promise';
-import { randomUUID } from 'node:crypto';
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { DatabaseDialect } from '../../lib/dialects/database-dialect';
-import { InboxDialect, InboxRow } from '../../lib/dialects/inbox-dialect';
 import { MysqlClaimStrategy } from '../../lib/dialects/mysql/mysql-claim';
 import { MysqlDialect } from '../../lib/dialects/mysql/mysql.dialect';
 import { detectMysqlServer } from '../../lib/dialects/mysql/mysql-server';
-import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
-import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-dialect';
+import { resolveDialect } from '../../lib/dialects/resolve-dialect';
 import { NewOutboxRow } from '../../lib/message/validate-message';
-import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
+import { outboxRow } from '../support/dialect-rows';
+import { createDialectTables, DialectTables, OUTBOX_TABLE } from '../support/dialect-tables';
+
+export { inboxRow, outboxRow } from '../support/dialect-rows';
+export { INBOX_TABLE, OUTBOX_TABLE, publish } from '../support/dialect-tables';
+export type { DialectTables } from '../support/dialect-tables';
 
 const project = process.env.TEST_DATABASE;
 
@@ -30,9 +31,6 @@ export function describeOnMysql(title: string, body: () => void): void {
   if (project === undefined || project === 'mariadb' || project === 'mysql' || project === 'all') describe(title, body);
   else describe.skip(`${title} (runs in the integration:mariadb and integration:mysql8 projects only)`, body);
 }
-
-export const OUTBOX_TABLE = 'outbox_message';
-export const INBOX_TABLE = 'inbox_message';
 
 /** The server's URL, pointing at `database`. */
 export function mariadbUrl(database: string): string {
@@ -75,72 +73,18 @@ export function openMariadb(database: string, options: Partial<DataSourceOptions
   return new DataSource({ type: SERVER.flavor, url: mariadbUrl(database), synchronize: true, ...options } as DataSourceOptions).initialize();
 }
 
-/** A DataSource with the library's tables created at start-up, and its dialects. */
-export interface MariadbTables {
-  dataSource: DataSource;
-  dialect: DatabaseDialect;
-  outbox: OutboxDialect;
-  inbox: InboxDialect;
-}
-
 /**
  * Opens `database` with the tables created as `synchronize` does, through `resolveDialect`, or
  * with `claimStrategy` forced.
  */
-export async function openWithTables(database: string, options: { claimStrategy?: MysqlClaimStrategy; dataSource?: Partial<DataSourceOptions> } = {}): Promise<MariadbTables> {
+export async function openWithTables(database: string, options: { claimStrategy?: MysqlClaimStrategy; dataSource?: Partial<DataSourceOptions> } = {}): Promise<DialectTables> {
   const dataSource = await openMariadb(database, options.dataSource);
   const dialect = options.claimStrategy ? new MysqlDialect(await detectMysqlServer(dataSource), options.claimStrategy) : await resolveDialect(dataSource);
-  await createTablesAtStartup(dataSource, dialect, { outbox: OUTBOX_TABLE, inbox: INBOX_TABLE });
-  return {
-    dataSource,
-    dialect,
-    outbox: dialect.outbox(qualifiedTable(dataSource, OUTBOX_TABLE)),
-    inbox: dialect.inbox(qualifiedTable(dataSource, INBOX_TABLE)),
-  };
-}
-
-export function outboxRow(overrides: Partial<NewOutboxRow> = {}): NewOutboxRow {
-  return {
-    messageId: randomUUID(),
-    type: 'test.event',
-    bizKey: null,
-    orderingKey: null,
-    exchange: 'test',
-    routingKey: 'test.event',
-    payload: '{"n":1}',
-    headers: '{}',
-    maxAttempts: 5,
-    ...overrides,
-  };
-}
-
-export function inboxRow(overrides: Partial<InboxRow> = {}): InboxRow {
-  return {
-    consumer: 'Consumer.handle',
-    messageId: randomUUID(),
-    type: 'test.event',
-    bizKey: null,
-    orderingKey: null,
-    exchange: 'test',
-    routingKey: 'test.event',
-    payload: '{"n":1}',
-    headers: '{}',
-    maxAttempts: 5,
-    ...overrides,
-  };
-}
-
-/** Publishes rows in one committed transaction; true per row stored. */
-export async function publish(tables: MariadbTables, ...rows: NewOutboxRow[]): Promise<boolean[]> {
-  return tables.dataSource.transaction(async (manager) => {
-    const stored: boolean[] = [];
-    for (const row of rows) stored.push(await tables.outbox.insert(manager, row));
-    return stored;
-  });
+  return createDialectTables(dataSource, dialect);
 }
 
 /** Many PENDING outbox rows at once, without a round trip each. */
-export async function publishMany(tables: MariadbTables, count: number, row: (index: number) => Partial<NewOutboxRow> = () => ({})): Promise<void> {
+export async function publishMany(tables: DialectTables, count: number, row: (index: number) => Partial<NewOutboxRow> = () => ({})): Promise<void> {
   const chunk = 500;
   for (let start = 0; start < count; start += chunk) {
     const rows = Array.from({ length: Math.min(chunk, count - start) }, (_, i) => outboxRow(row(start + i)));

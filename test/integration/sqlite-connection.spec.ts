@@ -7,7 +7,8 @@ import { DataSource } from 'typeorm';
 import { ClaimedMessage, OutboxMessageState } from '../../lib/dialects/outbox-dialect';
 import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-dialect';
 import { MessageStatus } from '../../lib/message/message-status';
-import { describeSqlite, INBOX_TABLE, openWithTables, outboxRow, outboxState, OUTBOX_TABLE, publish, sleep, SqliteTables, tempDirectory, watch } from './sqlite-dialect-fixture';
+import { newDatabaseForEachTest } from './sqlite-database-per-test';
+import { describeSqlite, DialectTables, INBOX_TABLE, outboxRow, outboxState, OUTBOX_TABLE, publish, sleep, watch } from './sqlite-dialect-fixture';
 
 const { PENDING, PROCESSING, DONE } = MessageStatus;
 
@@ -18,23 +19,12 @@ const { PENDING, PROCESSING, DONE } = MessageStatus;
  * the file never take a row twice.
  */
 describeSqlite('SQLite: one connection, several processes', () => {
-  let directory: ReturnType<typeof tempDirectory>;
-  let tables: SqliteTables;
+  let tables: DialectTables;
   let dataSource: DataSource;
-
-  beforeAll(() => {
-    directory = tempDirectory();
+  const databases = newDatabaseForEachTest((opened) => {
+    tables = opened;
+    dataSource = opened.dataSource;
   });
-
-  beforeEach(async () => {
-    tables = await openWithTables(directory.file(`${randomUUID()}.sqlite`));
-    dataSource = tables.dataSource;
-  });
-
-  afterEach(async () => {
-    if (dataSource.isInitialized) await dataSource.destroy();
-  });
-  afterAll(() => directory.remove());
 
   const token = () => randomUUID();
 
@@ -124,8 +114,7 @@ describeSqlite('SQLite: one connection, several processes', () => {
 
     it('tries again while another connection holds the file past the busy timeout', async () => {
       await dataSource.destroy();
-      tables = await openWithTables(directory.file(`${randomUUID()}.sqlite`), { timeout: 20 });
-      dataSource = tables.dataSource;
+      await databases.openAnother({ timeout: 20 });
       await publish(tables, outboxRow());
 
       const other = new Database(dataSource.options.database as string, { timeout: 20 });

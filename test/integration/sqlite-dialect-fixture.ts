@@ -1,15 +1,13 @@
 import { Logger } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { DatabaseDialect } from '../../lib/dialects/database-dialect';
-import { InboxDialect, InboxRow } from '../../lib/dialects/inbox-dialect';
-import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
-import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-dialect';
+import { InboxRow } from '../../lib/dialects/inbox-dialect';
+import { resolveDialect } from '../../lib/dialects/resolve-dialect';
 import { NewOutboxRow } from '../../lib/message/validate-message';
-import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
+import { inboxRow as sharedInboxRow, outboxRow as sharedOutboxRow } from '../support/dialect-rows';
+import { createDialectTables, DialectTables, OUTBOX_TABLE } from '../support/dialect-tables';
+
+export { INBOX_TABLE, OUTBOX_TABLE, publish } from '../support/dialect-tables';
+export type { DialectTables } from '../support/dialect-tables';
 
 // Start-up creation logs at debug level for every database these tests open.
 Logger.overrideLogger(['error', 'warn']);
@@ -21,15 +19,6 @@ Logger.overrideLogger(['error', 'warn']);
 const suiteDatabase = (globalThis as { TEST_DATABASE?: unknown }).TEST_DATABASE ?? process.env.TEST_DATABASE;
 export function describeSqlite(name: string, tests: () => void): void {
   (suiteDatabase === undefined || suiteDatabase === 'sqlite' ? describe : describe.skip)(name, tests);
-}
-
-export const OUTBOX_TABLE = 'outbox_message';
-export const INBOX_TABLE = 'inbox_message';
-
-/** A directory of its own under the system's temp directory, for database files. */
-export function tempDirectory(): { path: string; file(name: string): string; remove(): void } {
-  const path = mkdtempSync(join(tmpdir(), 'nestjs-outbox-sqlite-'));
-  return { path, file: (name) => join(path, name), remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
 /** A better-sqlite3 DataSource on `file`, as the library recommends it for files: WAL and a busy timeout. */
@@ -45,62 +34,20 @@ export async function openSqlite(file: string, options: { synchronize?: boolean;
   return dataSource.initialize();
 }
 
-/** The dialect of a DataSource with the library's tables created at start-up, as `synchronize` does. */
-export interface SqliteTables {
-  dataSource: DataSource;
-  dialect: DatabaseDialect;
-  outbox: OutboxDialect;
-  inbox: InboxDialect;
-}
-
-export async function openWithTables(file: string, options: { timeout?: number } = {}): Promise<SqliteTables> {
+/** A DataSource on `file` with the library's tables created at start-up, as `synchronize` does. */
+export async function openWithTables(file: string, options: { timeout?: number } = {}): Promise<DialectTables> {
   const dataSource = await openSqlite(file, { timeout: options.timeout });
-  const dialect = await resolveDialect(dataSource);
-  await createTablesAtStartup(dataSource, dialect, { outbox: OUTBOX_TABLE, inbox: INBOX_TABLE });
-  return {
-    dataSource,
-    dialect,
-    outbox: dialect.outbox(qualifiedTable(dataSource, OUTBOX_TABLE)),
-    inbox: dialect.inbox(qualifiedTable(dataSource, INBOX_TABLE)),
-  };
+  return createDialectTables(dataSource, await resolveDialect(dataSource));
 }
 
+/** An outbox row with these tests' defaults: a budget of three attempts, and headers a claim must give back. */
 export function outboxRow(overrides: Partial<NewOutboxRow> = {}): NewOutboxRow {
-  return {
-    messageId: randomUUID(),
-    type: 'test.event',
-    bizKey: null,
-    orderingKey: null,
-    exchange: 'test',
-    routingKey: 'test.event',
-    payload: '{"n":1}',
-    headers: '{"h":"v"}',
-    maxAttempts: 3,
-    ...overrides,
-  };
+  return sharedOutboxRow({ headers: '{"h":"v"}', maxAttempts: 3, ...overrides });
 }
 
+/** An inbox row with these tests' defaults: consumer-a, and a budget of three attempts. */
 export function inboxRow(overrides: Partial<InboxRow> = {}): InboxRow {
-  return {
-    consumer: 'consumer-a',
-    messageId: randomUUID(),
-    type: 'test.event',
-    bizKey: null,
-    orderingKey: null,
-    exchange: 'test',
-    routingKey: 'test.event',
-    payload: '{"n":1}',
-    headers: '{}',
-    maxAttempts: 3,
-    ...overrides,
-  };
-}
-
-/** Inserts outbox rows in one committed transaction, as `OutboxService.publish` would. */
-export async function publish(tables: SqliteTables, ...rows: NewOutboxRow[]): Promise<void> {
-  await tables.dataSource.transaction(async (manager) => {
-    for (const row of rows) await tables.outbox.insert(manager, row);
-  });
+  return sharedInboxRow({ consumer: 'consumer-a', maxAttempts: 3, ...overrides });
 }
 
 /** The stored row of an outbox message (read with no transaction open). */

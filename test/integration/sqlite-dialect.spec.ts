@@ -5,40 +5,19 @@ import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-diale
 import { MessageStatus } from '../../lib/message/message-status';
 import { createInboxTableMigration, createOutboxTableMigration } from '../../lib/migrations/table-migrations';
 import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
-import {
-  describeSqlite,
-  inboxRow,
-  INBOX_TABLE,
-  openSqlite,
-  openWithTables,
-  outboxRow,
-  outboxState,
-  OUTBOX_TABLE,
-  publish,
-  sleep,
-  SqliteTables,
-  tempDirectory,
-} from './sqlite-dialect-fixture';
+import { newDatabaseForEachTest } from './sqlite-database-per-test';
+import { describeSqlite, DialectTables, inboxRow, INBOX_TABLE, openSqlite, outboxRow, outboxState, OUTBOX_TABLE, publish, sleep } from './sqlite-dialect-fixture';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
 /** The SQLite dialect driven directly against a database file: each state transition of PostgreSQL's. */
 describeSqlite('SQLite dialect', () => {
-  let directory: ReturnType<typeof tempDirectory>;
-  let tables: SqliteTables;
+  let tables: DialectTables;
   let dataSource: DataSource;
-
-  beforeAll(() => {
-    directory = tempDirectory();
+  const databases = newDatabaseForEachTest((opened) => {
+    tables = opened;
+    dataSource = opened.dataSource;
   });
-
-  beforeEach(async () => {
-    tables = await openWithTables(directory.file(`${randomUUID()}.sqlite`));
-    dataSource = tables.dataSource;
-  });
-
-  afterEach(() => dataSource.destroy());
-  afterAll(() => directory.remove());
 
   const token = () => randomUUID();
   const failure = (claim: ClaimRef, status: FailedSettlement['status'], delayMs: number, error: string): FailedSettlement => ({
@@ -394,7 +373,7 @@ describeSqlite('SQLite dialect', () => {
       ds.query(`SELECT type, name, tbl_name, sql FROM sqlite_master WHERE tbl_name IN (?, ?) ORDER BY type, name`, [OUTBOX_TABLE, INBOX_TABLE]);
 
     it('is the same from the migrations and from start-up creation, which is idempotent', async () => {
-      const migrated = await openSqlite(directory.file(`${randomUUID()}.sqlite`), {
+      const migrated = await openSqlite(databases.newFile(), {
         synchronize: false,
         migrations: [createOutboxTableMigration(OUTBOX_TABLE), createInboxTableMigration(INBOX_TABLE)],
       });

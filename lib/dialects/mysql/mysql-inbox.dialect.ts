@@ -3,6 +3,7 @@ import { OutboxError } from '../../errors';
 import { MessageStatus } from '../../message/message-status';
 import { compareIds } from '../compare-ids';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
+import { toClaimedInboxMessage } from '../row-mapping';
 import { execute } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
 import { NOW } from './mysql-sql';
@@ -114,20 +115,7 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     const target = { ...this.claimTarget, filter: { sql: 'c.consumer IN (?)', params: [consumers] } };
     const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
     return rows
-      .map((r) => ({
-        id: r.id,
-        claimToken: r.claim_token,
-        consumer: r.consumer,
-        messageId: r.message_id,
-        type: r.message_type,
-        exchange: r.exchange,
-        routingKey: r.routing_key,
-        payload: r.payload,
-        headers: JSON.parse(r.headers) as Record<string, unknown>,
-        attempts: r.attempts,
-        maxAttempts: r.max_attempts,
-        orderingKey: r.ordering_key,
-      }))
+      .map((r) => toClaimedInboxMessage(r, { id: r.id }))
       .sort((a, b) => compareIds(a.id, b.id));
   }
 

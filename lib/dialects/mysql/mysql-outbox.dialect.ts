@@ -4,6 +4,7 @@ import { NewOutboxRow } from '../../message/validate-message';
 import { compareIds } from '../compare-ids';
 import { outboxIndexNames } from '../index-names';
 import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
+import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
 import { forceIndex, isoTime, NOW, toDate } from './mysql-sql';
@@ -12,21 +13,6 @@ import { MysqlStateTable } from './mysql-state-table';
 const { PENDING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 /** Never sent: a reverted business event may abandon them. */
 const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
-
-interface ClaimedRow {
-  id: string;
-  claim_token: string;
-  message_id: string;
-  message_type: string;
-  exchange: string;
-  routing_key: string;
-  payload: string;
-  headers: string;
-  attempts: number;
-  max_attempts: number;
-  ordering_key: string | null;
-  created_at: string;
-}
 
 /**
  * MySQL/MariaDB outbox: claims through the server's claim strategy, inserts that are no-ops for
@@ -82,22 +68,9 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
   }
 
   async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]> {
-    const rows = (await this.claimStrategy.claim(dataSource, this.claimTarget, limit, claimToken, claimedBy)) as ClaimedRow[];
+    const rows = await this.claimStrategy.claim(dataSource, this.claimTarget, limit, claimToken, claimedBy);
     return rows
-      .map((r) => ({
-        id: r.id,
-        claimToken: r.claim_token,
-        messageId: r.message_id,
-        type: r.message_type,
-        exchange: r.exchange,
-        routingKey: r.routing_key,
-        payload: r.payload,
-        headers: JSON.parse(r.headers) as Record<string, unknown>,
-        attempts: r.attempts,
-        maxAttempts: r.max_attempts,
-        orderingKey: r.ordering_key,
-        createdAt: toDate(r.created_at)!,
-      }))
+      .map((r) => toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)! }))
       .sort((a, b) => compareIds(a.id, b.id));
   }
 
@@ -121,18 +94,6 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
       params,
     );
     const r = result.records[0];
-    return r
-      ? {
-          messageId: r.message_id,
-          type: r.message_type,
-          bizKey: r.biz_key,
-          orderingKey: r.ordering_key,
-          status: r.status,
-          attempts: r.attempts,
-          lastError: r.last_error,
-          createdAt: toDate(r.created_at)!,
-          processedAt: toDate(r.processed_at),
-        }
-      : null;
+    return r ? toOutboxMessageState(r, { createdAt: toDate(r.created_at)!, processedAt: toDate(r.processed_at) }) : null;
   }
 }

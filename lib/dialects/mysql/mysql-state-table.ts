@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
+import { toExpiredClaim, toParkedKey } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 import { CLAIMABLE, microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId } from './mysql-sql';
 
@@ -86,14 +87,7 @@ export class MysqlStateTable implements StateTable {
        ORDER BY claimed_at LIMIT ?`,
       [microseconds(olderThanMs), limit],
     );
-    return result.records.map((r) => ({
-      id: r.id,
-      claimToken: r.claim_token,
-      attempts: r.attempts,
-      maxAttempts: r.max_attempts,
-      orderingKey: r.ordering_key,
-      claimedBy: r.claimed_by,
-    }));
+    return result.records.map((r) => toExpiredClaim(r, { id: r.id }));
   }
 
   async healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts> {
@@ -137,15 +131,7 @@ export class MysqlStateTable implements StateTable {
        ORDER BY c.id LIMIT ?`,
       [limit],
     );
-    return result.records.map((r) => ({
-      orderingKey: r.ordering_key,
-      consumer: r.scope,
-      messageId: r.message_id,
-      type: r.message_type,
-      attempts: r.attempts,
-      lastError: r.last_error,
-      waiting: Number(r.waiting),
-    }));
+    return result.records.map((r) => toParkedKey(r));
   }
 
   async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {

@@ -2,6 +2,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
 import { compareIds } from '../compare-ids';
+import { toClaimedInboxMessage } from '../row-mapping';
 import { PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
 import { execute } from '../sql-executor';
 
@@ -93,20 +94,7 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
       [claimToken, claimedBy, limit, consumers],
     );
     return result.records
-      .map((r) => ({
-        id: r.id,
-        claimToken: r.claim_token,
-        consumer: r.consumer,
-        messageId: r.message_id,
-        type: r.message_type,
-        exchange: r.exchange,
-        routingKey: r.routing_key,
-        payload: r.payload,
-        headers: JSON.parse(r.headers) as Record<string, unknown>,
-        attempts: r.attempts,
-        maxAttempts: r.max_attempts,
-        orderingKey: r.ordering_key,
-      }))
+      .map((r) => toClaimedInboxMessage(r, { id: r.id }))
       .sort((a, b) => compareIds(a.id, b.id));
   }
 }

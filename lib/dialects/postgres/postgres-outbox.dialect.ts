@@ -4,6 +4,7 @@ import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
 import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
 import { compareIds } from '../compare-ids';
+import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
 import { execute, SqlTarget } from '../sql-executor';
 
@@ -11,21 +12,6 @@ const { PENDING, PROCESSING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatu
 const CLAIMABLE = PG_CLAIMABLE;
 /** Never sent: a reverted business event may abandon them. */
 const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
-
-interface ClaimedRow {
-  id: string;
-  claim_token: string;
-  message_id: string;
-  message_type: string;
-  exchange: string;
-  routing_key: string;
-  payload: string;
-  headers: string;
-  attempts: number;
-  max_attempts: number;
-  ordering_key: string | null;
-  created_at: Date;
-}
 
 /**
  * PostgreSQL outbox: single-statement claims with `FOR UPDATE SKIP LOCKED`, inserts that are
@@ -74,21 +60,8 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
                  payload::text AS payload, headers::text AS headers, attempts, max_attempts, ordering_key, created_at`,
       [claimToken, claimedBy, limit],
     );
-    return (result.records as ClaimedRow[])
-      .map((r) => ({
-        id: r.id,
-        claimToken: r.claim_token,
-        messageId: r.message_id,
-        type: r.message_type,
-        exchange: r.exchange,
-        routingKey: r.routing_key,
-        payload: r.payload,
-        headers: JSON.parse(r.headers) as Record<string, unknown>,
-        attempts: r.attempts,
-        maxAttempts: r.max_attempts,
-        orderingKey: r.ordering_key,
-        createdAt: r.created_at,
-      }))
+    return result.records
+      .map((r) => toClaimedMessage(r, { id: r.id, createdAt: r.created_at }))
       .sort((a, b) => compareIds(a.id, b.id));
   }
 
@@ -112,19 +85,7 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
       params,
     );
     const r = result.records[0];
-    return r
-      ? {
-          messageId: r.message_id,
-          type: r.message_type,
-          bizKey: r.biz_key,
-          orderingKey: r.ordering_key,
-          status: r.status,
-          attempts: r.attempts,
-          lastError: r.last_error,
-          createdAt: r.created_at,
-          processedAt: r.processed_at,
-        }
-      : null;
+    return r ? toOutboxMessageState(r, { createdAt: r.created_at, processedAt: r.processed_at }) : null;
   }
 
   async notifyPublished(manager: EntityManager, channel: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
+import { toExpiredClaim, toParkedKey } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
@@ -93,14 +94,7 @@ export class PostgresStateTable implements StateTable {
        ORDER BY claimed_at LIMIT $2`,
       [olderThanMs, limit],
     );
-    return result.records.map((r) => ({
-      id: r.id,
-      claimToken: r.claim_token,
-      attempts: r.attempts,
-      maxAttempts: r.max_attempts,
-      orderingKey: r.ordering_key,
-      claimedBy: r.claimed_by,
-    }));
+    return result.records.map((r) => toExpiredClaim(r, { id: r.id }));
   }
 
   async healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts> {
@@ -144,15 +138,7 @@ export class PostgresStateTable implements StateTable {
        ORDER BY c.id LIMIT $1`,
       [limit],
     );
-    return result.records.map((r) => ({
-      orderingKey: r.ordering_key,
-      consumer: r.scope,
-      messageId: r.message_id,
-      type: r.message_type,
-      attempts: r.attempts,
-      lastError: r.last_error,
-      waiting: Number(r.waiting),
-    }));
+    return result.records.map((r) => toParkedKey(r));
   }
 
   async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {

@@ -1,6 +1,7 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
+import { toClaimedInboxMessage } from '../row-mapping';
 import { sqliteExecute } from './sqlite-executor';
 import { SQLITE_CLAIMABLE, sqliteOrderingRule, SqliteStateTable } from './sqlite-state-table';
 import { SQLITE_NOW } from './sqlite-time';
@@ -101,19 +102,6 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
       claimToken,
       claimedBy,
     );
-    return rows.map((r) => ({
-      id: String(r.id),
-      claimToken: r.claim_token,
-      consumer: r.consumer,
-      messageId: r.message_id,
-      type: r.message_type,
-      exchange: r.exchange,
-      routingKey: r.routing_key,
-      payload: r.payload,
-      headers: JSON.parse(r.headers) as Record<string, unknown>,
-      attempts: r.attempts,
-      maxAttempts: r.max_attempts,
-      orderingKey: r.ordering_key,
-    }));
+    return rows.map((r) => toClaimedInboxMessage(r, { id: String(r.id) }));
   }
 }

@@ -2,6 +2,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
 import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
+import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { SqlTarget } from '../sql-executor';
 import { sqliteExecute } from './sqlite-executor';
 import { SQLITE_CLAIMABLE, sqliteOrderingRule, SqliteStateTable } from './sqlite-state-table';
@@ -10,21 +11,6 @@ import { fromSqliteTime, SQLITE_NOW } from './sqlite-time';
 const { PENDING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 /** Never sent: a reverted business event may abandon them. */
 const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
-
-interface ClaimedRow {
-  id: number;
-  claim_token: string;
-  message_id: string;
-  message_type: string;
-  exchange: string;
-  routing_key: string;
-  payload: string;
-  headers: string;
-  attempts: number;
-  max_attempts: number;
-  ordering_key: string | null;
-  created_at: string;
-}
 
 /**
  * SQLite outbox: conditional-update claims in one write transaction outside the application's
@@ -61,7 +47,7 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
   }
 
   async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]> {
-    const rows = (await this.claimRows(
+    const rows = await this.claimRows(
       dataSource,
       {
         sql: `SELECT c.id FROM ${this.table} AS c
@@ -72,21 +58,8 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
       'id, claim_token, message_id, message_type, exchange, routing_key, payload, headers, attempts, max_attempts, ordering_key, created_at',
       claimToken,
       claimedBy,
-    )) as ClaimedRow[];
-    return rows.map((r) => ({
-      id: String(r.id),
-      claimToken: r.claim_token,
-      messageId: r.message_id,
-      type: r.message_type,
-      exchange: r.exchange,
-      routingKey: r.routing_key,
-      payload: r.payload,
-      headers: JSON.parse(r.headers) as Record<string, unknown>,
-      attempts: r.attempts,
-      maxAttempts: r.max_attempts,
-      orderingKey: r.ordering_key,
-      createdAt: fromSqliteTime(r.created_at),
-    }));
+    );
+    return rows.map((r) => toClaimedMessage(r, { id: String(r.id), createdAt: fromSqliteTime(r.created_at) }));
   }
 
   async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
@@ -110,17 +83,7 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
     );
     const r = rows[0];
     return r
-      ? {
-          messageId: r.message_id,
-          type: r.message_type,
-          bizKey: r.biz_key,
-          orderingKey: r.ordering_key,
-          status: r.status,
-          attempts: r.attempts,
-          lastError: r.last_error,
-          createdAt: fromSqliteTime(r.created_at as string),
-          processedAt: fromSqliteTime(r.processed_at as string | null),
-        }
+      ? toOutboxMessageState(r, { createdAt: fromSqliteTime(r.created_at as string), processedAt: fromSqliteTime(r.processed_at as string | null) })
       : null;
   }
 }

@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
+import { toExpiredClaim, toParkedKey } from '../row-mapping';
 import { SqlTarget } from '../sql-executor';
 import { sqliteConnectionOf } from './sqlite-connection';
 import { SqliteRow } from './sqlite-statements';
@@ -102,14 +103,7 @@ export class SqliteStateTable implements StateTable {
        ORDER BY claimed_at LIMIT ?`,
       [olderThanMs, limit],
     );
-    return rows.map((r) => ({
-      id: String(r.id),
-      claimToken: r.claim_token,
-      attempts: r.attempts,
-      maxAttempts: r.max_attempts,
-      orderingKey: r.ordering_key,
-      claimedBy: r.claimed_by,
-    }));
+    return rows.map((r) => toExpiredClaim(r, { id: String(r.id) }));
   }
 
   async healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts> {
@@ -151,15 +145,7 @@ export class SqliteStateTable implements StateTable {
        ORDER BY c.id LIMIT ?`,
       [limit],
     );
-    return rows.map((r) => ({
-      orderingKey: r.ordering_key,
-      consumer: r.scope,
-      messageId: r.message_id,
-      type: r.message_type,
-      attempts: r.attempts,
-      lastError: r.last_error,
-      waiting: Number(r.waiting),
-    }));
+    return rows.map((r) => toParkedKey(r));
   }
 
   async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {

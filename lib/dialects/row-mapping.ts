@@ -1,0 +1,69 @@
+import { AttemptedClaim, ExpiredClaim, ParkedKey } from '../engine/state-table';
+import { ClaimedInboxMessage } from './inbox-dialect';
+import { ClaimedMessage, OutboxMessageState } from './outbox-dialect';
+
+/*
+ * Rows turned into the objects the engine works with, written once for all dialects. Only what
+ * reads the same on every database is mapped here: ids and times come in each driver's own types,
+ * so each dialect converts those itself and passes the results in.
+ */
+
+/** A row as the driver returns it (untyped), its columns named as every dialect selects them. */
+type SelectedRow = Record<string, any>;
+
+function toAttemptedClaim(row: SelectedRow, id: string): AttemptedClaim {
+  return { id, claimToken: row.claim_token, attempts: row.attempts, maxAttempts: row.max_attempts, orderingKey: row.ordering_key };
+}
+
+/** What a claimed row of either table carries: the message as the transport sends it or a handler gets it. */
+function toClaimed(row: SelectedRow, id: string): Omit<ClaimedMessage, 'createdAt'> {
+  return {
+    ...toAttemptedClaim(row, id),
+    messageId: row.message_id,
+    type: row.message_type,
+    exchange: row.exchange,
+    routingKey: row.routing_key,
+    payload: row.payload,
+    headers: JSON.parse(row.headers) as Record<string, unknown>,
+  };
+}
+
+export function toClaimedMessage(row: SelectedRow, converted: Pick<ClaimedMessage, 'id' | 'createdAt'>): ClaimedMessage {
+  return { ...toClaimed(row, converted.id), createdAt: converted.createdAt };
+}
+
+export function toClaimedInboxMessage(row: SelectedRow, converted: Pick<ClaimedInboxMessage, 'id'>): ClaimedInboxMessage {
+  return { ...toClaimed(row, converted.id), consumer: row.consumer };
+}
+
+export function toOutboxMessageState(row: SelectedRow, converted: Pick<OutboxMessageState, 'createdAt' | 'processedAt'>): OutboxMessageState {
+  return {
+    messageId: row.message_id,
+    type: row.message_type,
+    bizKey: row.biz_key,
+    orderingKey: row.ordering_key,
+    status: row.status,
+    attempts: row.attempts,
+    lastError: row.last_error,
+    createdAt: converted.createdAt,
+    processedAt: converted.processedAt,
+  };
+}
+
+export function toExpiredClaim(row: SelectedRow, converted: Pick<ExpiredClaim, 'id'>): ExpiredClaim {
+  return { ...toAttemptedClaim(row, converted.id), claimedBy: row.claimed_by };
+}
+
+export function toParkedKey(row: SelectedRow): ParkedKey {
+  return {
+    orderingKey: row.ordering_key,
+    // Selected as `scope`: the consumer in the inbox, NULL in the outbox.
+    consumer: row.scope,
+    messageId: row.message_id,
+    type: row.message_type,
+    attempts: row.attempts,
+    lastError: row.last_error,
+    // A count, which some drivers return as text.
+    waiting: Number(row.waiting),
+  };
+}
