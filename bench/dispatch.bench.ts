@@ -1,16 +1,14 @@
-import { Client } from 'pg';
 import type { OutboxModuleOptionsInput } from '../lib';
 import { ChildApp } from '../test/support/child-app';
-import { freshSchema } from '../test/support/database';
-import { POSTGRES_URL } from '../test/support/environment';
-import { BENCH_BODY, BenchQueue, publishConfirmWindow } from './support/broker';
+import { DatabaseKind, TestDatabase, testDatabase } from '../test/support/database';
+import { benchDatabases, databaseLabel } from './support/bench-databases';
+import { BenchQueue, publishConfirmWindow } from './support/broker';
+import { openOutboxBacklog, OutboxBacklog } from './support/outbox-backlog';
 import { formatRate, summarise } from './support/stats';
 
-const SCHEMA = 'bench_dispatch';
-const TABLE = `"${SCHEMA}".outbox_message`;
+const NAMESPACE = 'bench_dispatch';
 const EXCHANGE = 'bench_dispatch';
 const QUEUE = 'bench_dispatch';
-const MESSAGES = Number(process.env.BENCH_DISPATCH_MESSAGES ?? 50_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const WINDOW = 1_000;
 /**
@@ -18,14 +16,18 @@ const WINDOW = 1_000;
  * 500/8, 1000/2 and 100/8 tried on the 2-core machine (500/8 was within noise of it).
  */
 const TUNED = (process.env.BENCH_DISPATCH_TUNED ?? '1000/4').split('/').map(Number) as [number, number];
-/** Wake-up channel of the library's defaults: the seeding transaction signals it on commit. */
-const NOTIFY_CHANNEL = 'nestjs_outbox';
 const DRAIN_TIMEOUT_MS = 120_000;
 
 export interface DispatchRow {
+  database: string;
   variant: string;
+  backlog: string;
   messagesPerSecond: string;
   ratio: string;
+  /** Commit of the backlog → first claim of its rows: the wake-up (NOTIFY, or the next poll). */
+  firstClaim: string;
+  /** Messages/s from the first claim until every row is DONE: the drain without its wake-up. */
+  afterFirstClaim: string;
 }
 
 interface Variant {
@@ -34,106 +36,164 @@ interface Variant {
   outbox: OutboxModuleOptionsInput;
 }
 
+/** What is measured on one database. */
+interface DispatchPlan {
+  messages: number;
+  variants: Variant[];
+}
+
+const DEFAULTS: Variant = { name: '1 instance, defaults (batchSize 200, dispatchConcurrency 4)', instances: 1, outbox: {} };
+
+/**
+ * PostgreSQL: defaults, tuned and two instances on a 50,000 backlog (three runs of three variants
+ * of 100,000, `BENCH_DISPATCH_MESSAGES`, take over 2.5 minutes on 2 cores). MariaDB: defaults on a
+ * smaller backlog (`BENCH_DISPATCH_MARIADB_MESSAGES`), to keep the whole bench within its time budget.
+ */
+function plans(): Partial<Record<DatabaseKind, DispatchPlan>> {
+  const [tunedBatch, tunedConcurrency] = TUNED;
+  return {
+    postgres: {
+      messages: Number(process.env.BENCH_DISPATCH_MESSAGES ?? 50_000),
+      variants: [
+        DEFAULTS,
+        {
+          name: `1 instance, batchSize ${tunedBatch}, dispatchConcurrency ${tunedConcurrency}`,
+          instances: 1,
+          outbox: { batchSize: tunedBatch, dispatchConcurrency: tunedConcurrency },
+        },
+        { name: '2 instances, defaults', instances: 2, outbox: {} },
+      ],
+    },
+    mariadb: {
+      messages: Number(process.env.BENCH_DISPATCH_MARIADB_MESSAGES ?? 15_000),
+      variants: [DEFAULTS],
+    },
+  };
+}
+
+/** One drain: messages/s from the backlog's commit until every row is DONE, and the wake-up delay. */
+interface Drain {
+  rate: number;
+  firstClaimMs: number;
+  /** Messages/s from the first claim on. */
+  rateAfterFirstClaim: number;
+}
+
 /**
  * Drains a backlog of PENDING outbox rows to RabbitMQ (durable queue, persistent messages,
- * publisher confirms, `mandatory`) with one and with two dispatcher processes, timed from the
- * commit of the backlog until every row is DONE, against plain amqplib publishing as many
- * messages through a confirm channel with at most 1,000 unconfirmed.
+ * publisher confirms, `mandatory`), timed from the commit of the backlog until every row is DONE,
+ * against plain amqplib publishing as many messages through a confirm channel with at most 1,000
+ * unconfirmed; on each database in turn.
  *
  * Dispatchers run as child processes (`test/fixtures/dispatcher-process.ts`): golevelup's
  * connection registry is process-wide. Each variant's processes are started once and drain
- * `RUNS` backlogs; a baseline run precedes each variant's block so drift hits them alike, and
- * ratios are against the median of those baseline runs. The default backlog is 50,000: three
- * runs of three variants of 100,000 (`BENCH_DISPATCH_MESSAGES`) take over 2.5 minutes on 2 cores.
+ * `RUNS` backlogs. A baseline run precedes each variant's block, and where a database has fewer
+ * variants than `RUNS`, also the block's later drains, so that every ratio is against the median
+ * of at least `RUNS` baseline runs taken beside that database's drains.
  */
 export async function benchDispatch(): Promise<DispatchRow[]> {
-  const [tunedBatch, tunedConcurrency] = TUNED;
-  const variants: Variant[] = [
-    { name: '1 instance, defaults (batchSize 200, dispatchConcurrency 4)', instances: 1, outbox: {} },
-    {
-      name: `1 instance, batchSize ${tunedBatch}, dispatchConcurrency ${tunedConcurrency}`,
-      instances: 1,
-      outbox: { batchSize: tunedBatch, dispatchConcurrency: tunedConcurrency },
-    },
-    { name: '2 instances, defaults', instances: 2, outbox: {} },
-  ];
-  const baselineName = `plain amqplib, confirm window ${WINDOW.toLocaleString('en-US')}`;
-  const results: Record<string, number[]> = { [baselineName]: [] };
-
-  await freshSchema(SCHEMA);
   const queue = await BenchQueue.declare(EXCHANGE, QUEUE);
-  const db = new Client({ connectionString: POSTGRES_URL, application_name: 'bench-dispatch' });
-  await db.connect();
+  const rows: DispatchRow[] = [];
+  try {
+    for (const kind of benchDatabases()) {
+      const plan = plans()[kind];
+      if (plan) rows.push(...(await measureDatabase(testDatabase(NAMESPACE, kind), plan, queue)));
+    }
+  } finally {
+    await queue.close();
+  }
+  return rows;
+}
+
+async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue: BenchQueue): Promise<DispatchRow[]> {
+  const baselineName = `plain amqplib, confirm window ${WINDOW.toLocaleString('en-US')}`;
+  const baselines: number[] = [];
+  const results: Record<string, Drain[]> = {};
+  const baselinesPerVariant = Math.ceil(RUNS / plan.variants.length);
+  const baselineRun = async () => {
+    await queue.purge();
+    baselines.push(await publishConfirmWindow(EXCHANGE, plan.messages, WINDOW));
+  };
+
+  await database.reset();
+  const backlog = await openOutboxBacklog(database, 'bench-dispatch');
   let children: ChildApp[] = [];
   try {
-    for (const variant of variants) {
-      await queue.purge();
-      results[baselineName].push(await publishConfirmWindow(EXCHANGE, MESSAGES, WINDOW));
-      // One at a time: the first creates the table (synchronize), the next find it.
-      children = [];
-      for (let i = 0; i < variant.instances; i++) {
-        children.push(await ChildApp.start(`bench-dispatch-${i + 1}`, { database: { kind: 'postgres', name: SCHEMA }, outbox: variant.outbox }));
-      }
+    for (const [index, variant] of plan.variants.entries()) {
+      await baselineRun();
+      children = await startDispatchers(database, variant, index === 0);
       for (let run = 0; run < RUNS; run++) {
-        (results[variant.name] ??= []).push(await drainOnce(db, queue, children));
+        if (run > 0 && run < baselinesPerVariant) await baselineRun();
+        (results[variant.name] ??= []).push(await drainOnce(backlog, queue, children, plan.messages));
       }
       await Promise.all(children.map((child) => child.stop()));
       children = [];
     }
   } finally {
     await Promise.all(children.map((child) => child.kill('SIGKILL')));
-    await db.query(`TRUNCATE ${TABLE}`).catch(() => undefined);
-    await db.end();
-    await queue.close();
+    await backlog.clear().catch(() => undefined);
+    await backlog.close();
   }
 
-  const baseline = summarise(results[baselineName]).median;
-  const label = `${MESSAGES.toLocaleString('en-US')} backlog`;
-  return Object.entries(results).map(([name, values]) => {
-    const summary = summarise(values);
-    return { variant: `${name} (${label})`, messagesPerSecond: formatRate(summary), ratio: (summary.median / baseline).toFixed(2) };
-  });
+  const baseline = summarise(baselines).median;
+  const row = (variant: string, rates: number[], drains?: Drain[]): DispatchRow => {
+    const summary = summarise(rates);
+    return {
+      database: databaseLabel(database.kind),
+      variant,
+      backlog: plan.messages.toLocaleString('en-US'),
+      messagesPerSecond: formatRate(summary),
+      ratio: (summary.median / baseline).toFixed(2),
+      firstClaim: drains ? `${formatMs(drains.map((d) => d.firstClaimMs))} (${backlog.wakesDispatchers ? 'NOTIFY' : 'next poll'})` : '–',
+      afterFirstClaim: drains ? formatRate(summarise(drains.map((d) => d.rateAfterFirstClaim))) : '–',
+    };
+  };
+  return [row(baselineName, baselines), ...Object.entries(results).map(([name, drains]) => row(name, drains.map((d) => d.rate), drains))];
 }
 
 /**
- * Seeds `MESSAGES` PENDING rows in one transaction that signals the dispatchers on commit, and
- * returns messages/s from that commit until no row is PENDING, FAILED or PROCESSING.
+ * Starts a variant's dispatcher processes. The first process on a freshly reset database starts
+ * alone: it creates the table (synchronize), which the others then find; later ones start together.
  */
-async function drainOnce(db: Client, queue: BenchQueue, children: ChildApp[]): Promise<number> {
-  await db.query(`TRUNCATE ${TABLE}`);
+async function startDispatchers(database: TestDatabase, variant: Variant, firstOnDatabase: boolean): Promise<ChildApp[]> {
+  const start = (i: number) => ChildApp.start(`bench-dispatch-${i + 1}`, { database, outbox: variant.outbox });
+  const first = firstOnDatabase ? [await start(0)] : [];
+  const rest = await Promise.all(Array.from({ length: variant.instances - first.length }, (_, i) => start(first.length + i)));
+  return [...first, ...rest];
+}
+
+/**
+ * Seeds `messages` PENDING rows in one transaction (which wakes the dispatchers where the
+ * database can) and returns messages/s from that commit until no row is PENDING, FAILED or
+ * PROCESSING.
+ */
+async function drainOnce(backlog: OutboxBacklog, queue: BenchQueue, children: ChildApp[], messages: number): Promise<Drain> {
+  await backlog.clear();
   await queue.purge();
-  await db.query('BEGIN');
-  // The columns the library's insert writes, with what publish() would put there.
-  await db.query(
-    `INSERT INTO ${TABLE} (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts)
-     SELECT gen_random_uuid(), 'bench.dispatched', 'bench-' || g, NULL, $1, 'bench.dispatched',
-            json_build_object('n', g, 'blob', $2::text), '{}', 'PENDING', 10
-     FROM generate_series(1, $3::int) AS g`,
-    [EXCHANGE, BENCH_BODY.blob, MESSAGES],
-  );
-  // Inside the transaction, so the planner knows the backlog from the first claim on.
-  await db.query(`ANALYZE ${TABLE}`);
-  await db.query(`SELECT pg_notify($1, '')`, [NOTIFY_CHANNEL]);
-  const started = performance.now();
-  await db.query('COMMIT');
+  const started = await backlog.seed(EXCHANGE, messages);
   const deadline = started + DRAIN_TIMEOUT_MS;
   for (;;) {
-    // Both probes are served by the library's partial indexes.
-    const { rows } = await db.query(
-      `SELECT EXISTS (SELECT 1 FROM ${TABLE} WHERE status IN ('PENDING', 'FAILED'))
-           OR EXISTS (SELECT 1 FROM ${TABLE} WHERE status = 'PROCESSING') AS busy`,
-    );
-    if (!rows[0].busy) break;
+    if (!(await backlog.busy())) break;
     if (performance.now() > deadline) {
       throw new Error(`backlog not drained within ${DRAIN_TIMEOUT_MS} ms${children.map((c) => c.diagnostics()).join('')}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  const rate = MESSAGES / ((performance.now() - started) / 1000);
+  const elapsedMs = performance.now() - started;
 
-  const { rows } = await db.query(`SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done, count(*)::int AS total FROM ${TABLE}`);
-  if (rows[0].done !== MESSAGES) throw new Error(`expected ${MESSAGES} DONE rows, found ${rows[0].done} of ${rows[0].total}`);
+  const outcome = await backlog.outcome();
+  if (outcome.done !== messages) throw new Error(`expected ${messages} DONE rows, found ${outcome.done} of ${outcome.total}`);
   const queued = await queue.messageCount();
-  if (queued < MESSAGES) throw new Error(`expected ${MESSAGES} messages on ${QUEUE}, found ${queued}`);
-  return rate;
+  if (queued < messages) throw new Error(`expected ${messages} messages on ${QUEUE}, found ${queued}`);
+  return {
+    rate: messages / (elapsedMs / 1000),
+    firstClaimMs: outcome.firstClaimMs,
+    rateAfterFirstClaim: messages / ((elapsedMs - outcome.firstClaimMs) / 1000),
+  };
+}
+
+/** Median and spread of millisecond figures. */
+function formatMs(values: number[]): string {
+  const s = summarise(values);
+  return `${Math.round(s.median)} ms (${Math.round(s.min)}–${Math.round(s.max)})`;
 }

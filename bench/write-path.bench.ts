@@ -1,52 +1,92 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
-import { OutboxService } from '../lib';
-import { freshSchema } from '../test/support/database';
+import { OutboxModuleOptionsInput, OutboxService } from '../lib';
+import { DatabaseKind, TestDatabase, testDatabase } from '../test/support/database';
 import { createTestApp } from '../test/support/test-app';
+import { benchDatabases, databaseLabel } from './support/bench-databases';
 import { closedLoopRate } from './support/closed-loop';
 import { formatRate, summarise } from './support/stats';
+import { writePathStatements } from './support/write-path-statements';
 
-const SCHEMA = 'bench_write_path';
+const NAMESPACE = 'bench_write_path';
 const PAYLOAD = { blob: 'x'.repeat(1_000) };
-const RUN_MS = Number(process.env.BENCH_RUN_MS ?? 3_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const WARMUP_MS = 300;
+const BASELINE = 'hand-written outbox INSERT';
 
 export interface WritePathRow {
+  database: string;
+  runs: string;
   concurrency: number;
   variant: string;
   txPerSecond: string;
   ratio: string;
 }
 
+/** What is measured on one database. */
+interface WritePathPlan {
+  runMs: number;
+  /** Also measure the business insert alone, for scale. */
+  businessAlone: boolean;
+  /** The publish() variants: name → options of the outbox module that runs it (the dispatcher is off in all). */
+  publishers: Record<string, OutboxModuleOptionsInput>;
+}
+
+/**
+ * PostgreSQL: wake-up variants show what NOTIFY costs a writing transaction. MariaDB has no
+ * NOTIFY, so one publish() variant; no business-alone row and shorter runs keep the whole bench
+ * within its time budget.
+ */
+const PLANS: Partial<Record<DatabaseKind, WritePathPlan>> = {
+  postgres: {
+    runMs: Number(process.env.BENCH_RUN_MS ?? 3_000),
+    businessAlone: true,
+    publishers: {
+      'publish(), NOTIFY off': { notifyEnabled: false },
+      'publish(), NOTIFY ≤ 1 per 250 ms (default)': {},
+      'publish(), NOTIFY every transaction': { notifyMinIntervalMs: 0 },
+    },
+  },
+  mariadb: {
+    runMs: Number(process.env.BENCH_MARIADB_RUN_MS ?? 2_000),
+    businessAlone: false,
+    publishers: { 'publish() (no NOTIFY on MariaDB)': {} },
+  },
+};
+
 /**
  * Transactions/s of "business insert + outbox message" through `OutboxService.publish()` against
  * the same transaction with the outbox row inserted by hand-written SQL, measured in the same run
- * on the same pool. Wake-up variants show what NOTIFY costs a writing transaction.
+ * on the same pool size, on each database in turn.
  */
 export async function benchWritePath(): Promise<WritePathRow[]> {
-  await freshSchema(SCHEMA);
-  const apps: Record<string, INestApplicationContext> = {
-    'publish(), NOTIFY off': await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false, notifyEnabled: false } }),
-    'publish(), NOTIFY ≤ 1 per 250 ms (default)': await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false } }),
-    'publish(), NOTIFY every transaction': await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false, notifyMinIntervalMs: 0 } }),
-  };
+  const rows: WritePathRow[] = [];
+  for (const kind of benchDatabases()) {
+    const plan = PLANS[kind];
+    if (plan) rows.push(...(await measureDatabase(testDatabase(NAMESPACE, kind), plan)));
+  }
+  return rows;
+}
+
+async function measureDatabase(database: TestDatabase, plan: WritePathPlan): Promise<WritePathRow[]> {
+  await database.reset();
+  const apps: Record<string, INestApplicationContext> = {};
+  for (const [name, outbox] of Object.entries(plan.publishers)) {
+    apps[name] = await createTestApp({ database, outbox: { dispatcherEnabled: false, ...outbox } });
+  }
+  const statements = writePathStatements(database);
   const dataSource = Object.values(apps)[0].get(DataSource);
-  await dataSource.query(`CREATE TABLE IF NOT EXISTS "${SCHEMA}".bench_order (id bigserial PRIMARY KEY, payload json NOT NULL)`);
-  const business = (m: EntityManager) => m.query(`INSERT INTO "${SCHEMA}".bench_order (payload) VALUES ($1)`, [JSON.stringify(PAYLOAD)]);
+  await dataSource.query(statements.createBusinessTable);
+  const business = (m: EntityManager) => m.query(...statements.businessInsert(JSON.stringify(PAYLOAD)));
   let n = 0;
 
-  const variants: Record<string, () => Promise<unknown>> = {
-    'business insert alone': () => dataSource.transaction(business),
-    'hand-written outbox INSERT': () =>
-      dataSource.transaction(async (m) => {
-        await business(m);
-        await m.query(
-          `INSERT INTO "${SCHEMA}".outbox_message (message_id, message_type, biz_key, exchange, routing_key, payload, headers, status, max_attempts)
-           VALUES (gen_random_uuid(), 'bench.written', $1, 'bench', 'x', $2, '{}', 'PENDING', 10)`,
-          [`raw-${++n}`, JSON.stringify(PAYLOAD)],
-        );
-      }),
-  };
+  const variants: Record<string, () => Promise<unknown>> = {};
+  if (plan.businessAlone) variants['business insert alone'] = () => dataSource.transaction(business);
+  variants[BASELINE] = () =>
+    dataSource.transaction(async (m) => {
+      await business(m);
+      await m.query(...statements.outboxInsert(`raw-${++n}`, JSON.stringify(PAYLOAD)));
+    });
   for (const [name, app] of Object.entries(apps)) {
     const appDataSource = app.get(DataSource);
     const outbox = app.get(OutboxService);
@@ -64,14 +104,21 @@ export async function benchWritePath(): Promise<WritePathRow[]> {
       // Interleave variants run by run so drift on a shared machine hits them alike.
       for (let run = 0; run < RUNS; run++) {
         for (const [name, operation] of Object.entries(variants)) {
-          await closedLoopRate(concurrency, 300, operation);
-          (results[name] ??= []).push(await closedLoopRate(concurrency, RUN_MS, operation));
+          await closedLoopRate(concurrency, WARMUP_MS, operation);
+          (results[name] ??= []).push(await closedLoopRate(concurrency, plan.runMs, operation));
         }
       }
-      const baseline = summarise(results['hand-written outbox INSERT']).median;
+      const baseline = summarise(results[BASELINE]).median;
       for (const [name, values] of Object.entries(results)) {
         const summary = summarise(values);
-        rows.push({ concurrency, variant: name, txPerSecond: formatRate(summary), ratio: (summary.median / baseline).toFixed(2) });
+        rows.push({
+          database: databaseLabel(database.kind),
+          runs: `${RUNS} × ${plan.runMs / 1000} s`,
+          concurrency,
+          variant: name,
+          txPerSecond: formatRate(summary),
+          ratio: (summary.median / baseline).toFixed(2),
+        });
       }
     }
   } finally {

@@ -1,0 +1,71 @@
+import { Client } from 'pg';
+import { POSTGRES_URL } from '../../test/support/environment';
+import { BENCH_BODY } from './broker';
+import type { DrainOutcome, OutboxBacklog } from './outbox-backlog';
+
+/** Wake-up channel of the library's defaults: the seeding transaction signals it on commit. */
+const NOTIFY_CHANNEL = 'nestjs_outbox';
+
+/** The outbox table of a PostgreSQL schema, seeded with `generate_series`. */
+export class PostgresBacklog implements OutboxBacklog {
+  readonly wakesDispatchers = true;
+  /** The database clock just before the last seed's COMMIT (timestamptz as text). */
+  private seededAt = '';
+
+  private constructor(
+    private readonly db: Client,
+    private readonly table: string,
+  ) {}
+
+  static async open(schema: string, sessionName: string): Promise<PostgresBacklog> {
+    const db = new Client({ connectionString: POSTGRES_URL, application_name: sessionName });
+    await db.connect();
+    return new PostgresBacklog(db, `"${schema}".outbox_message`);
+  }
+
+  async clear(): Promise<void> {
+    await this.db.query(`TRUNCATE ${this.table}`);
+  }
+
+  async seed(exchange: string, count: number): Promise<number> {
+    await this.db.query('BEGIN');
+    // The columns the library's insert writes, with what publish() would put there.
+    await this.db.query(
+      `INSERT INTO ${this.table} (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts)
+       SELECT gen_random_uuid(), 'bench.dispatched', 'bench-' || g, NULL, $1, 'bench.dispatched',
+              json_build_object('n', g, 'blob', $2::text), '{}', 'PENDING', 10
+       FROM generate_series(1, $3::int) AS g`,
+      [exchange, BENCH_BODY.blob, count],
+    );
+    // Inside the transaction, so the planner knows the backlog from the first claim on.
+    await this.db.query(`ANALYZE ${this.table}`);
+    const { rows } = await this.db.query(`SELECT pg_notify($1, ''), clock_timestamp()::text AS at`, [NOTIFY_CHANNEL]);
+    this.seededAt = rows[0].at;
+    const started = performance.now();
+    await this.db.query('COMMIT');
+    return started;
+  }
+
+  async busy(): Promise<boolean> {
+    // Both probes are served by the library's partial indexes.
+    const { rows } = await this.db.query(
+      `SELECT EXISTS (SELECT 1 FROM ${this.table} WHERE status IN ('PENDING', 'FAILED'))
+           OR EXISTS (SELECT 1 FROM ${this.table} WHERE status = 'PROCESSING') AS busy`,
+    );
+    return rows[0].busy;
+  }
+
+  async outcome(): Promise<DrainOutcome> {
+    const { rows } = await this.db.query(
+      `SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done, count(*)::int AS total,
+              extract(epoch FROM min(claimed_at) - $1::timestamptz) * 1000 AS first_claim_ms
+       FROM ${this.table}`,
+      [this.seededAt],
+    );
+    return { done: rows[0].done, total: rows[0].total, firstClaimMs: Number(rows[0].first_claim_ms) };
+  }
+
+  async close(): Promise<void> {
+    await this.db.end();
+  }
+}
