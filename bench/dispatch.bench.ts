@@ -53,7 +53,7 @@ function plans(): Partial<Record<DatabaseKind, DispatchPlan>> {
   const [tunedBatch, tunedConcurrency] = TUNED;
   return {
     postgres: {
-      messages: Number(process.env.BENCH_DISPATCH_MESSAGES ?? 50_000),
+      messages: Number(process.env.BENCH_DISPATCH_MESSAGES ?? 30_000),
       variants: [
         DEFAULTS,
         {

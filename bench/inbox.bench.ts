@@ -24,7 +24,7 @@ const RAW_QUEUE = 'bench_inbox.raw';
 const RAW_ROUTING_KEY = 'bench.inbox.raw';
 const CONSUMER = 'bench-inbox';
 /** Messages in the backlog of each run. */
-const MESSAGES = Number(process.env.BENCH_INBOX_MESSAGES ?? 15_000);
+const MESSAGES = Number(process.env.BENCH_INBOX_MESSAGES ?? 10_000);
 /** Unacknowledged deliveries the broker hands each consumer (golevelup's default is 10). */
 const PREFETCH = Number(process.env.BENCH_INBOX_PREFETCH ?? 50);
 /** Connections of the database pool, library (TypeORM `extra.max`) and baseline (`pg.Pool`) alike. */

@@ -39,7 +39,7 @@ interface WritePathPlan {
  */
 const PLANS: Partial<Record<DatabaseKind, WritePathPlan>> = {
   postgres: {
-    runMs: Number(process.env.BENCH_RUN_MS ?? 3_000),
+    runMs: Number(process.env.BENCH_RUN_MS ?? 2_000),
     businessAlone: true,
     publishers: {
       'publish(), NOTIFY off': { notifyEnabled: false },
