@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
@@ -29,7 +30,7 @@ export class MysqlStateTable implements StateTable {
   constructor(
     quotedTable: string,
     readonly label: string,
-    private readonly scope: 'consumer' | null,
+    private readonly scope: MessageScope,
   ) {
     this.indexed = mysqlTable(quotedTable);
     this.table = this.indexed.quoted;
@@ -135,38 +136,24 @@ export class MysqlStateTable implements StateTable {
   }
 
   async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const filter = messageRefFilter(this.scope, ref, () => '?');
     const result = await execute(
       dataSource,
-      `UPDATE ${this.table} SET status = '${this.requeuedStatus}', attempts = 0, next_attempt_at = ${NOW}
-       WHERE ${this.refFilter()} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')`,
-      this.refParams(ref),
+      `UPDATE ${this.table} SET status = '${requeuedStatus(this.scope)}', attempts = 0, next_attempt_at = ${NOW}
+       WHERE ${filter.sql} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')`,
+      filter.params,
     );
     return (result.affected ?? 0) > 0;
   }
 
   async abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const filter = messageRefFilter(this.scope, ref, () => '?');
     const result = await execute(
       dataSource,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = ${NOW}
-       WHERE ${this.refFilter()} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`,
-      this.refParams(ref),
+       WHERE ${filter.sql} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`,
+      filter.params,
     );
     return (result.affected ?? 0) > 0;
-  }
-
-  /**
-   * PENDING in the outbox. FAILED in the inbox: the one state from which both a deferred worker
-   * claims a row and a transactional-mode redelivery takes it over.
-   */
-  private get requeuedStatus(): MessageStatus {
-    return this.scope ? FAILED : PENDING;
-  }
-
-  private refFilter(): string {
-    return this.scope ? `message_id = ? AND ${this.scope} = ?` : 'message_id = ?';
-  }
-
-  private refParams(ref: MessageRef): unknown[] {
-    return this.scope ? [ref.messageId, ref.consumer ?? ''] : [ref.messageId];
   }
 }

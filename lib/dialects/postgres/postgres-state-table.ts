@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
@@ -33,7 +34,7 @@ export class PostgresStateTable implements StateTable {
   constructor(
     protected readonly table: string,
     readonly label: string,
-    private readonly scope: 'consumer' | null,
+    private readonly scope: MessageScope,
   ) {}
 
   async settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number> {
@@ -142,40 +143,26 @@ export class PostgresStateTable implements StateTable {
   }
 
   async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const filter = messageRefFilter(this.scope, ref, (n) => `$${n}`);
     const result = await execute(
       dataSource,
-      `UPDATE ${this.table} SET status = '${this.requeuedStatus}', attempts = 0, next_attempt_at = now()
-       WHERE ${this.refFilter()} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
+      `UPDATE ${this.table} SET status = '${requeuedStatus(this.scope)}', attempts = 0, next_attempt_at = now()
+       WHERE ${filter.sql} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
        RETURNING id`,
-      this.refParams(ref),
+      filter.params,
     );
     return result.records.length > 0;
   }
 
   async abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const filter = messageRefFilter(this.scope, ref, (n) => `$${n}`);
     const result = await execute(
       dataSource,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = now()
-       WHERE ${this.refFilter()} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')
+       WHERE ${filter.sql} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')
        RETURNING id`,
-      this.refParams(ref),
+      filter.params,
     );
     return result.records.length > 0;
-  }
-
-  /**
-   * PENDING in the outbox. FAILED in the inbox: the one state from which both a deferred worker
-   * claims a row and a transactional-mode redelivery takes it over.
-   */
-  private get requeuedStatus(): MessageStatus {
-    return this.scope ? FAILED : PENDING;
-  }
-
-  private refFilter(): string {
-    return this.scope ? `message_id = $1 AND ${this.scope} = $2` : 'message_id = $1';
-  }
-
-  private refParams(ref: MessageRef): unknown[] {
-    return this.scope ? [ref.messageId, ref.consumer ?? ''] : [ref.messageId];
   }
 }

@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
@@ -45,7 +46,7 @@ export class SqliteStateTable implements StateTable {
   constructor(
     protected readonly table: string,
     readonly label: string,
-    private readonly scope: 'consumer' | null,
+    private readonly scope: MessageScope,
   ) {}
 
   async settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number> {
@@ -149,23 +150,25 @@ export class SqliteStateTable implements StateTable {
   }
 
   async requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const filter = messageRefFilter(this.scope, ref, () => '?');
     const rows = await sqliteExecute(
       dataSource,
-      `UPDATE ${this.table} SET status = '${this.requeuedStatus}', attempts = 0, next_attempt_at = ${SQLITE_NOW}
-       WHERE ${this.refFilter()} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
+      `UPDATE ${this.table} SET status = '${requeuedStatus(this.scope)}', attempts = 0, next_attempt_at = ${SQLITE_NOW}
+       WHERE ${filter.sql} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
        RETURNING id`,
-      this.refParams(ref),
+      filter.params,
     );
     return rows.length > 0;
   }
 
   async abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean> {
+    const filter = messageRefFilter(this.scope, ref, () => '?');
     const rows = await sqliteExecute(
       dataSource,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = ${SQLITE_NOW}
-       WHERE ${this.refFilter()} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')
+       WHERE ${filter.sql} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')
        RETURNING id`,
-      this.refParams(ref),
+      filter.params,
     );
     return rows.length > 0;
   }
@@ -197,21 +200,5 @@ export class SqliteStateTable implements StateTable {
         );
       }),
     );
-  }
-
-  /**
-   * PENDING in the outbox. FAILED in the inbox: the one state from which both a deferred worker
-   * claims a row and a transactional-mode redelivery takes it over.
-   */
-  private get requeuedStatus(): MessageStatus {
-    return this.scope ? FAILED : PENDING;
-  }
-
-  private refFilter(): string {
-    return this.scope ? `message_id = ? AND ${this.scope} = ?` : 'message_id = ?';
-  }
-
-  private refParams(ref: MessageRef): unknown[] {
-    return this.scope ? [ref.messageId, ref.consumer ?? ''] : [ref.messageId];
   }
 }
