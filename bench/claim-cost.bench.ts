@@ -3,12 +3,12 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { qualifiedTable, resolveDialect } from '../lib/dialects/resolve-dialect';
 import { OutboxDialect } from '../lib/dialects/outbox-dialect';
-import { PG_CLAIMABLE } from '../lib/dialects/postgres/postgres-state-table';
+import { CLAIMABLE_SQL } from '../lib/dialects/status-sql';
 import { freshSchema, sql } from '../test/support/database';
 import { POSTGRES_URL } from '../test/support/environment';
 import { createTestApp } from '../test/support/test-app';
 import { BENCH_BODY } from './support/broker';
-import { summarise, Summary } from './support/stats';
+import { summarise } from './support/stats';
 
 const SCHEMA = 'bench_claim';
 /** The library's default table, with only the PENDING backlog. */
@@ -124,7 +124,7 @@ async function explainClaim(table: string): Promise<{ buffers: string; plan: str
     await client.query('BEGIN');
     const { rows } = await client.query(
       `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)
-       SELECT id FROM ${qualified(table)} WHERE ${PG_CLAIMABLE} AND next_attempt_at <= now()
+       SELECT id FROM ${qualified(table)} WHERE ${CLAIMABLE_SQL} AND next_attempt_at <= now()
        ORDER BY id LIMIT ${LIMIT} FOR UPDATE SKIP LOCKED`,
     );
     await client.query('ROLLBACK');

@@ -10,3 +10,6 @@ export enum MessageStatus {
 
 /** Rows a dispatcher may claim (once `next_attempt_at` has passed). */
 export const CLAIMABLE_STATUSES = [MessageStatus.PENDING, MessageStatus.FAILED] as const;
+
+/** Rows not finished yet: such a row holds back the later rows of its ordering key. */
+export const UNFINISHED_STATUSES = [MessageStatus.PENDING, MessageStatus.PROCESSING, MessageStatus.FAILED, MessageStatus.MANUAL_REQUIRED] as const;

@@ -1,7 +1,8 @@
 import { DataSource } from 'typeorm';
 import { execute } from '../sql-executor';
 import { claimCandidates, ClaimTarget, markClaimed, MysqlClaimStrategy, readClaimed } from './mysql-claim';
-import { CLAIMABLE, NOW } from './mysql-sql';
+import { CLAIMABLE_SQL } from '../status-sql';
+import { NOW } from './mysql-sql';
 
 /** Candidate reads per claim when other claimers keep taking the candidates first. */
 const MAX_ROUNDS = 3;
@@ -27,7 +28,7 @@ export class ConditionalUpdateClaim implements MysqlClaimStrategy {
       const ids = (await execute(dataSource, candidates.sql, candidates.params)).records.map((row) => BigInt(row.id));
       if (ids.length === 0) break;
       tried.push(...ids);
-      const taken = await execute(dataSource, markClaimed(target, `id IN (?) AND ${CLAIMABLE} AND next_attempt_at <= ${NOW}`), [claimToken, claimedBy, ids]);
+      const taken = await execute(dataSource, markClaimed(target, `id IN (?) AND ${CLAIMABLE_SQL} AND next_attempt_at <= ${NOW}`), [claimToken, claimedBy, ids]);
       claimed += taken.affected ?? 0;
       if (taken.affected === ids.length) break; // took every candidate: the batch is full, or nothing more is due
     }

@@ -1,4 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { ABANDONABLE_SQL } from '../status-sql';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
 import { compareIds } from '../compare-ids';
@@ -10,9 +11,7 @@ import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
 import { forceIndex, isoTime, NOW, toDate } from './mysql-sql';
 import { MysqlStateTable } from './mysql-state-table';
 
-const { PENDING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
-/** Never sent: a reverted business event may abandon them. */
-const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
+const { PENDING, ABANDONED } = MessageStatus;
 
 /**
  * MySQL/MariaDB outbox: claims through the server's claim strategy, inserts that are no-ops for
@@ -78,7 +77,7 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
     const result = await execute(
       manager,
       `UPDATE ${this.table} ${forceIndex(outboxIndexNames(this.indexed.name).typeBizKey)} SET status = '${ABANDONED}', processed_at = ${NOW}
-       WHERE biz_key = ? AND (? IS NULL OR message_type = ?) AND ${CANCELLABLE}`,
+       WHERE biz_key = ? AND (? IS NULL OR message_type = ?) AND ${ABANDONABLE_SQL}`,
       [bizKey, type ?? null, type ?? null],
     );
     return result.affected ?? 0;

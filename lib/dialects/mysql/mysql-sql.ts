@@ -1,8 +1,6 @@
 import { ClaimRef } from '../../engine/state-table';
-import { MessageStatus } from '../../message/message-status';
+import { UNFINISHED_STATUSES } from '../../message/message-status';
 import { stateIndexNames } from '../index-names';
-
-const { PENDING, PROCESSING, FAILED, MANUAL_REQUIRED } = MessageStatus;
 
 /**
  * The database's clock, in UTC whatever the session's time zone: every time column is a
@@ -36,12 +34,6 @@ export function sqlId(id: string): bigint {
   return BigInt(id);
 }
 
-/** Claimable statuses: each is claimed through its own ordered range of the claim index. */
-export const CLAIMABLE_STATUSES = [PENDING, FAILED] as const;
-/** `status IN (claimable)`. */
-export const CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
-/** Not finished: such a row holds back the later rows of its ordering key. */
-export const UNFINISHED_STATUSES = [PENDING, PROCESSING, FAILED, MANUAL_REQUIRED] as const;
 
 /**
  * A table's names and the index hints its statements need. The optimizer is not left to choose

@@ -4,7 +4,8 @@ import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, Par
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
-import { CLAIMABLE, microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId } from './mysql-sql';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL } from '../status-sql';
+import { microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId } from './mysql-sql';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const FINISHED = `status IN ('${DONE}', '${ABANDONED}')`;
@@ -95,7 +96,7 @@ export class MysqlStateTable implements StateTable {
     const result = await execute(
       dataSource,
       `SELECT
-         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE}) AS backlog,
+         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL}) AS backlog,
          (SELECT count(*) FROM ${this.table} WHERE status = '${PROCESSING}' AND claimed_at < ${NOW_MINUS}) AS stale`,
       [microseconds(staleAfterMs)],
     );
@@ -151,7 +152,7 @@ export class MysqlStateTable implements StateTable {
     const result = await execute(
       dataSource,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = ${NOW}
-       WHERE ${filter.sql} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`,
+       WHERE ${filter.sql} AND ${ABANDONABLE_SQL}`,
       filter.params,
     );
     return (result.affected ?? 0) > 0;

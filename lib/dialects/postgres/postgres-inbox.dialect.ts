@@ -3,7 +3,8 @@ import { MessageStatus } from '../../message/message-status';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
 import { compareIds } from '../compare-ids';
 import { toClaimedInboxMessage } from '../row-mapping';
-import { PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
+import { CLAIMABLE_SQL, orderingRule } from '../status-sql';
+import { PostgresStateTable } from './postgres-state-table';
 import { execute } from '../sql-executor';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
@@ -85,8 +86,8 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
       `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = $1, claimed_at = now(), claimed_by = $2
        WHERE id IN (
          SELECT c.id FROM ${this.table} AS c
-         WHERE c.${PG_CLAIMABLE} AND c.next_attempt_at <= now() AND c.consumer = ANY($4)
-           AND ${pgOrderingRule(this.table, 'consumer')}
+         WHERE c.${CLAIMABLE_SQL} AND c.next_attempt_at <= now() AND c.consumer = ANY($4)
+           AND ${orderingRule(this.table, 'consumer')}
          ORDER BY c.id LIMIT $3
          FOR UPDATE OF c SKIP LOCKED)
        RETURNING id, claim_token, consumer, message_id, message_type, exchange, routing_key, payload,

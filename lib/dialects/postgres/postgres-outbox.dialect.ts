@@ -5,13 +5,11 @@ import { NewOutboxRow } from '../../message/validate-message';
 import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
 import { compareIds } from '../compare-ids';
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
-import { PG_CLAIMABLE, pgOrderingRule, PostgresStateTable } from './postgres-state-table';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule } from '../status-sql';
+import { PostgresStateTable } from './postgres-state-table';
 import { execute, SqlTarget } from '../sql-executor';
 
-const { PENDING, PROCESSING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
-const CLAIMABLE = PG_CLAIMABLE;
-/** Never sent: a reverted business event may abandon them. */
-const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
+const { PENDING, PROCESSING, ABANDONED } = MessageStatus;
 
 /**
  * PostgreSQL outbox: single-statement claims with `FOR UPDATE SKIP LOCKED`, inserts that are
@@ -53,7 +51,7 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
       `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = $1, claimed_at = now(), claimed_by = $2
        WHERE id IN (
          SELECT c.id FROM ${this.table} AS c
-         WHERE c.${CLAIMABLE} AND c.next_attempt_at <= now() AND ${pgOrderingRule(this.table, '')}
+         WHERE c.${CLAIMABLE_SQL} AND c.next_attempt_at <= now() AND ${orderingRule(this.table, '')}
          ORDER BY c.id LIMIT $3
          FOR UPDATE OF c SKIP LOCKED)
        RETURNING id, claim_token, message_id, message_type, exchange, routing_key,
@@ -69,7 +67,7 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     const result = await execute(
       manager,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = now()
-       WHERE biz_key = $1 AND ($2::text IS NULL OR message_type = $2) AND ${CANCELLABLE}
+       WHERE biz_key = $1 AND ($2::text IS NULL OR message_type = $2) AND ${ABANDONABLE_SQL}
        RETURNING id`,
       [bizKey, type ?? null],
     );

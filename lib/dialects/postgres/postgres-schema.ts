@@ -1,6 +1,6 @@
 import { TableDdl } from '../database-dialect';
 import { inboxIndexNames, outboxIndexNames, stateIndexNames } from '../index-names';
-import { PG_CLAIMABLE, PG_UNFINISHED } from './postgres-state-table';
+import { CLAIMABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 
 /** The state-machine columns both tables end with. */
 const STATE_COLUMNS = `
@@ -23,10 +23,10 @@ function stateIndexes({ table, quoted, ifNotExists }: TableDdl, orderingScope: s
   const names = stateIndexNames(table);
   const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
   return [
-    `CREATE INDEX ${ine}"${names.claimable}" ON ${quoted} ("id") WHERE ${PG_CLAIMABLE}`,
+    `CREATE INDEX ${ine}"${names.claimable}" ON ${quoted} ("id") WHERE ${CLAIMABLE_SQL}`,
     `CREATE INDEX ${ine}"${names.processing}" ON ${quoted} ("claimed_at") WHERE status = 'PROCESSING'`,
     `CREATE INDEX ${ine}"${names.ordering}" ON ${quoted} (${orderingScope}"ordering_key", "id")
-     WHERE ordering_key IS NOT NULL AND ${PG_UNFINISHED}`,
+     WHERE ordering_key IS NOT NULL AND ${UNFINISHED_SQL}`,
   ];
 }
 

@@ -3,24 +3,11 @@ import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-s
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, UNFINISHED_SQL } from '../status-sql';
 import { execute, SqlTarget } from '../sql-executor';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
-/** `status IN (claimable)`, matching the partial claim index. */
-export const PG_CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
-/** Not finished: such a row holds back the later rows of its ordering key (partial ordering index). */
-export const PG_UNFINISHED = `status IN ('${PENDING}', '${PROCESSING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
-
-/**
- * The claim filter's ordering rule for candidate rows aliased `c`: a row with an ordering key is
- * claimable only when no earlier row of its key (and consumer, in the inbox) is unfinished.
- */
-export function pgOrderingRule(table: string, scope: string): string {
-  return `(c.ordering_key IS NULL OR NOT EXISTS (
-             SELECT 1 FROM ${table} AS e
-             WHERE e.ordering_key = c.ordering_key${scope ? ` AND e.${scope} = c.${scope}` : ''} AND e.id < c.id AND e.${PG_UNFINISHED}))`;
-}
 
 /**
  * PostgreSQL transitions shared by the outbox and inbox tables: batch settles through `unnest`
@@ -102,7 +89,7 @@ export class PostgresStateTable implements StateTable {
     const result = await execute(
       dataSource,
       `SELECT
-         (SELECT count(*) FROM ${this.table} WHERE ${PG_CLAIMABLE}) AS backlog,
+         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL}) AS backlog,
          (SELECT count(*) FROM ${this.table}
           WHERE status = '${PROCESSING}' AND claimed_at < now() - $1 * interval '1 millisecond') AS stale`,
       [staleAfterMs],
@@ -133,9 +120,9 @@ export class PostgresStateTable implements StateTable {
       `SELECT c.ordering_key, ${this.scope ? `c.${this.scope}` : 'NULL'} AS scope, c.message_id, c.message_type,
               c.attempts, c.last_error,
               (SELECT count(*) FROM ${this.table} AS w
-               WHERE w.ordering_key = c.ordering_key ${scope} AND w.id > c.id AND w.${PG_UNFINISHED}) AS waiting
+               WHERE w.ordering_key = c.ordering_key ${scope} AND w.id > c.id AND w.${UNFINISHED_SQL}) AS waiting
        FROM ${this.table} AS c
-       WHERE c.status = '${MANUAL_REQUIRED}' AND c.ordering_key IS NOT NULL AND ${pgOrderingRule(this.table, this.scope ?? '')}
+       WHERE c.status = '${MANUAL_REQUIRED}' AND c.ordering_key IS NOT NULL AND ${orderingRule(this.table, this.scope ?? '')}
        ORDER BY c.id LIMIT $1`,
       [limit],
     );
@@ -159,7 +146,7 @@ export class PostgresStateTable implements StateTable {
     const result = await execute(
       dataSource,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = now()
-       WHERE ${filter.sql} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')
+       WHERE ${filter.sql} AND ${ABANDONABLE_SQL}
        RETURNING id`,
       filter.params,
     );

@@ -3,7 +3,8 @@ import { MessageStatus } from '../../message/message-status';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
 import { toClaimedInboxMessage } from '../row-mapping';
 import { sqliteExecute } from './sqlite-executor';
-import { SQLITE_CLAIMABLE, sqliteOrderingRule, SqliteStateTable } from './sqlite-state-table';
+import { CLAIMABLE_SQL, orderingRule } from '../status-sql';
+import { SqliteStateTable } from './sqlite-state-table';
 import { SQLITE_NOW } from './sqlite-time';
 import { SqliteTransactionGate } from './sqlite-transaction-gate';
 
@@ -92,9 +93,9 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
       dataSource,
       {
         sql: `SELECT c.id FROM ${this.table} AS c
-              WHERE c.${SQLITE_CLAIMABLE} AND c.next_attempt_at <= ${SQLITE_NOW}
+              WHERE c.${CLAIMABLE_SQL} AND c.next_attempt_at <= ${SQLITE_NOW}
                 AND c.consumer IN (SELECT value FROM json_each(?))
-                AND ${sqliteOrderingRule(this.table, 'consumer')}
+                AND ${orderingRule(this.table, 'consumer')}
               ORDER BY c.id LIMIT ?`,
         params: [JSON.stringify(consumers), limit],
       },

@@ -5,12 +5,11 @@ import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState }
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { SqlTarget } from '../sql-executor';
 import { sqliteExecute } from './sqlite-executor';
-import { SQLITE_CLAIMABLE, sqliteOrderingRule, SqliteStateTable } from './sqlite-state-table';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule } from '../status-sql';
+import { SqliteStateTable } from './sqlite-state-table';
 import { fromSqliteTime, SQLITE_NOW } from './sqlite-time';
 
-const { PENDING, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
-/** Never sent: a reverted business event may abandon them. */
-const CANCELLABLE = `status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
+const { PENDING, ABANDONED } = MessageStatus;
 
 /**
  * SQLite outbox: conditional-update claims in one write transaction outside the application's
@@ -51,7 +50,7 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
       dataSource,
       {
         sql: `SELECT c.id FROM ${this.table} AS c
-              WHERE c.${SQLITE_CLAIMABLE} AND c.next_attempt_at <= ${SQLITE_NOW} AND ${sqliteOrderingRule(this.table, '')}
+              WHERE c.${CLAIMABLE_SQL} AND c.next_attempt_at <= ${SQLITE_NOW} AND ${orderingRule(this.table, '')}
               ORDER BY c.id LIMIT ?`,
         params: [limit],
       },
@@ -66,7 +65,7 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
     const rows = await sqliteExecute(
       manager,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = ${SQLITE_NOW}
-       WHERE biz_key = ? AND (? IS NULL OR message_type = ?) AND ${CANCELLABLE}
+       WHERE biz_key = ? AND (? IS NULL OR message_type = ?) AND ${ABANDONABLE_SQL}
        RETURNING id`,
       [bizKey, type ?? null, type ?? null],
     );

@@ -1,6 +1,6 @@
 import { TableDdl } from '../database-dialect';
 import { inboxIndexNames, outboxIndexNames, stateIndexNames } from '../index-names';
-import { SQLITE_CLAIMABLE, SQLITE_UNFINISHED } from './sqlite-state-table';
+import { CLAIMABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 import { SQLITE_NOW } from './sqlite-time';
 
 /**
@@ -34,10 +34,10 @@ function stateIndexes({ table, quoted, ifNotExists }: TableDdl, orderingScope: s
   const names = stateIndexNames(table);
   const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
   return [
-    `CREATE INDEX ${ine}"${names.claimable}" ON ${quoted} ("id") WHERE ${SQLITE_CLAIMABLE}`,
+    `CREATE INDEX ${ine}"${names.claimable}" ON ${quoted} ("id") WHERE ${CLAIMABLE_SQL}`,
     `CREATE INDEX ${ine}"${names.processing}" ON ${quoted} ("claimed_at") WHERE status = 'PROCESSING'`,
     `CREATE INDEX ${ine}"${names.ordering}" ON ${quoted} (${orderingScope}"ordering_key", "id")
-     WHERE ordering_key IS NOT NULL AND ${SQLITE_UNFINISHED}`,
+     WHERE ordering_key IS NOT NULL AND ${UNFINISHED_SQL}`,
   ];
 }
 

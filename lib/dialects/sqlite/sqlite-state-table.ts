@@ -3,6 +3,7 @@ import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-s
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, UNFINISHED_SQL } from '../status-sql';
 import { SqlTarget } from '../sql-executor';
 import { sqliteConnectionOf } from './sqlite-connection';
 import { SqliteRow } from './sqlite-statements';
@@ -11,20 +12,6 @@ import { SQLITE_NOW, sqliteNowMinusMs, sqliteNowPlusMs } from './sqlite-time';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
-/** `status IN (claimable)`, matching the partial claim index. */
-export const SQLITE_CLAIMABLE = `status IN ('${PENDING}', '${FAILED}')`;
-/** Not finished: such a row holds back the later rows of its ordering key (partial ordering index). */
-export const SQLITE_UNFINISHED = `status IN ('${PENDING}', '${PROCESSING}', '${FAILED}', '${MANUAL_REQUIRED}')`;
-
-/**
- * The claim filter's ordering rule for candidate rows aliased `c`: a row with an ordering key is
- * claimable only when no earlier row of its key (and consumer, in the inbox) is unfinished.
- */
-export function sqliteOrderingRule(table: string, scope: string): string {
-  return `(c.ordering_key IS NULL OR NOT EXISTS (
-             SELECT 1 FROM ${table} AS e
-             WHERE e.ordering_key = c.ordering_key${scope ? ` AND e.${scope} = c.${scope}` : ''} AND e.id < c.id AND e.${SQLITE_UNFINISHED}))`;
-}
 
 /**
  * A batch of claims as one JSON parameter, read back as rows `s(id, token)`: one statement per
@@ -111,7 +98,7 @@ export class SqliteStateTable implements StateTable {
     const [row] = await sqliteExecute(
       dataSource,
       `SELECT
-         (SELECT count(*) FROM ${this.table} WHERE ${SQLITE_CLAIMABLE}) AS backlog,
+         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL}) AS backlog,
          (SELECT count(*) FROM ${this.table}
           WHERE status = '${PROCESSING}' AND claimed_at < ${sqliteNowMinusMs('?')}) AS stale`,
       [staleAfterMs],
@@ -140,9 +127,9 @@ export class SqliteStateTable implements StateTable {
       `SELECT c.ordering_key, ${this.scope ? `c.${this.scope}` : 'NULL'} AS scope, c.message_id, c.message_type,
               c.attempts, c.last_error,
               (SELECT count(*) FROM ${this.table} AS w
-               WHERE w.ordering_key = c.ordering_key ${scope} AND w.id > c.id AND w.${SQLITE_UNFINISHED}) AS waiting
+               WHERE w.ordering_key = c.ordering_key ${scope} AND w.id > c.id AND w.${UNFINISHED_SQL}) AS waiting
        FROM ${this.table} AS c
-       WHERE c.status = '${MANUAL_REQUIRED}' AND c.ordering_key IS NOT NULL AND ${sqliteOrderingRule(this.table, this.scope ?? '')}
+       WHERE c.status = '${MANUAL_REQUIRED}' AND c.ordering_key IS NOT NULL AND ${orderingRule(this.table, this.scope ?? '')}
        ORDER BY c.id LIMIT ?`,
       [limit],
     );
@@ -166,7 +153,7 @@ export class SqliteStateTable implements StateTable {
     const rows = await sqliteExecute(
       dataSource,
       `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = ${SQLITE_NOW}
-       WHERE ${filter.sql} AND status IN ('${PENDING}', '${FAILED}', '${MANUAL_REQUIRED}')
+       WHERE ${filter.sql} AND ${ABANDONABLE_SQL}
        RETURNING id`,
       filter.params,
     );
@@ -190,7 +177,7 @@ export class SqliteStateTable implements StateTable {
       statements.immediateTransaction(() => {
         statements.all(
           `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = ?, claimed_at = ${SQLITE_NOW}, claimed_by = ?
-           WHERE id IN (${candidates.sql}) AND ${SQLITE_CLAIMABLE}`,
+           WHERE id IN (${candidates.sql}) AND ${CLAIMABLE_SQL}`,
           [claimToken, claimedBy, ...candidates.params],
         );
         // By status too: claim_token has no index, the partial processing index holds only rows in flight.
