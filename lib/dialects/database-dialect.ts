@@ -19,6 +19,11 @@ export interface DatabaseDialect {
   readonly description: string;
   /** Whether a second pool of connections to the same database can be opened (not SQLite's one connection). */
   readonly opensWorkerPool: boolean;
+  /**
+   * The worker pool's driver options (TypeORM's `extra`) with commits that do not wait for their
+   * log flush, where the database can set that per session. Absent where it cannot.
+   */
+  withUnflushedCommits?(extra: Record<string, unknown>): Record<string, unknown>;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   outboxTableDdl(request: TableDdl): string[];

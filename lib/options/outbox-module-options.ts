@@ -3,7 +3,8 @@ import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, M
 /**
  * Runtime options of `OutboxModule.forRoot()`/`forRootAsync()`. Every field has a default;
  * the whole object is validated at start-up and a bad value fails the boot with its name.
- * Times are in milliseconds.
+ * Times are in milliseconds. Optional fields are initialised to `undefined` so that every option
+ * is a key of a fresh instance, which is how unknown keys are told apart.
  */
 export class OutboxModuleOptions {
   /** Run the dispatcher and stuck detector in this instance. Turn off for write-only processes. */
@@ -24,7 +25,16 @@ export class OutboxModuleOptions {
    * 0 shares the application's pool. SQLite always shares its one connection.
    */
   @IsOptional() @IsInt() @Min(0) @Max(100)
-  workerPoolSize?: number;
+  workerPoolSize?: number = undefined;
+
+  /**
+   * PostgreSQL: whether the worker pool's statements (claims, settles, maintenance) wait for their
+   * WAL flush. Off by default: a database crash can undo only the last fraction of a second of
+   * them, which sends or processes those messages again (duplicates, never losses), while a flush
+   * per claim sits between every commit and its send. Only with a pool of its own.
+   */
+  @IsBoolean()
+  workerSynchronousCommit = false;
 
   /** Polling interval: the backstop when no wake-up arrives. */
   @IsInt() @Min(10)
@@ -107,14 +117,14 @@ export class OutboxModuleOptions {
 
   /** Written to `claimed_by`; defaults to host name and process id. */
   @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
-  instanceId?: string;
+  instanceId?: string = undefined;
 
   /**
    * Marks an error (or any error on its `cause` chain) as fatal: the message goes straight to
    * MANUAL_REQUIRED instead of being retried.
    */
   @IsOptional()
-  isFatalError?: (error: unknown) => boolean;
+  isFatalError?: (error: unknown) => boolean = undefined;
 }
 
 /** What users pass: every field optional. */

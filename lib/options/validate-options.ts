@@ -22,7 +22,7 @@ function describe(error: ValidationError): string[] {
 }
 
 function unknownKeys(input: OutboxModuleOptionsInput | undefined): string[] {
-  const known = new Set(Object.keys(new OutboxModuleOptions()).concat('instanceId', 'isFatalError'));
+  const known = new Set(Object.keys(new OutboxModuleOptions()));
   return Object.keys(input ?? {})
     .filter((key) => !known.has(key))
     .map((key) => `${key} is not an OutboxModule option`);

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
+import { OutboxError } from '../errors';
 import { OUTBOX_DATA_SOURCE, OUTBOX_WORKER_DATA_SOURCE } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 
@@ -9,12 +10,17 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
  * hold every connection of its pool, and a claim or a settle waiting for one adds that wait to
  * every message's latency; a few connections of its own keep the dispatcher's pace independent of
  * the application's. Only where it runs (dispatcherEnabled), and not on SQLite.
+ *
+ * Unless `workerSynchronousCommit`, its commits do not wait for the log flush (PostgreSQL): they
+ * are bookkeeping whose loss in a database crash only sends or processes messages again, and the
+ * claim's flush would otherwise sit between every commit and its send.
  */
 export async function openWorkerDataSource(dataSource: DataSource, dialect: DatabaseDialect, options: OutboxModuleOptions): Promise<DataSource> {
   const size = options.workerPoolSize ?? options.dispatchConcurrency + 2;
   if (!options.dispatcherEnabled || size === 0 || !dialect.opensWorkerPool) return dataSource;
   // The pool-size keys of `extra` would override `poolSize` (pg's `max`, mysql2's `connectionLimit`).
-  const { max: _max, connectionLimit: _limit, ...extra } = (dataSource.options.extra ?? {}) as Record<string, unknown>;
+  const { max: _max, connectionLimit: _limit, ...poolExtra } = (dataSource.options.extra ?? {}) as Record<string, unknown>;
+  const extra = !options.workerSynchronousCommit && dialect.withUnflushedCommits ? dialect.withUnflushedCommits(poolExtra) : poolExtra;
   const worker = new DataSource({
     ...dataSource.options,
     entities: [],
@@ -26,7 +32,16 @@ export async function openWorkerDataSource(dataSource: DataSource, dialect: Data
     poolSize: size,
     extra,
   } as typeof dataSource.options);
-  await worker.initialize();
+  try {
+    await worker.initialize();
+  } catch (error) {
+    if (extra === poolExtra) throw error;
+    throw new OutboxError(
+      `Could not open the dispatcher's pool with commits that skip the WAL flush (${(error as Error).message}); ` +
+        'if a connection pooler refuses startup options, set workerSynchronousCommit: true',
+      { cause: error },
+    );
+  }
   new Logger('OutboxModule').debug(`Dispatcher pool: ${size} connection(s)`);
   return worker;
 }

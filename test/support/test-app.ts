@@ -4,10 +4,10 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { ConsoleLogger, INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { ScheduleModule } from '@nestjs/schedule';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { getDataSourceToken, TypeOrmModule, TypeOrmModuleOptions } from '@nestjs/typeorm';
 import { TransactionHost, Transactional } from '@nestjs-cls/transactional';
 import { ClsModule } from 'nestjs-cls';
-import { DataSource } from 'typeorm';
+import { DataSource, DataSourceOptions } from 'typeorm';
 import { OutboxModule, OutboxModuleOptionsInput, OutboxModuleStaticOptions, OutboxService } from '../../lib';
 import { TestDatabase, testDatabase } from './database';
 import { AMQP_URL } from './environment';
@@ -51,6 +51,8 @@ export interface TestAppOptions {
   schema?: string;
   /** The name the database knows the app's sessions by (see `database-sessions.ts`). */
   sessionName?: string;
+  /** Driver options merged into the DataSource's `extra` (PostgreSQL: pg's client config). */
+  driverOptions?: Record<string, unknown>;
   outbox?: OutboxModuleOptionsInput;
   statics?: OutboxModuleStaticOptions;
   amqpUrl?: string;
@@ -80,7 +82,7 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
           }),
         ],
       }),
-      TypeOrmModule.forRoot({ ...database.dataSourceOptions({ sessionName: options.sessionName }), autoLoadEntities: true }),
+      TypeOrmModule.forRoot(withDriverOptions(database.dataSourceOptions({ sessionName: options.sessionName }), options.driverOptions)),
       TypeOrmModule.forFeature([TestOrder, TestEffect]),
       ScheduleModule.forRoot(),
       RabbitMQModule.forRoot({
@@ -110,6 +112,10 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
     throw error;
   }
   return app;
+}
+
+function withDriverOptions(dataSource: DataSourceOptions, driverOptions: Record<string, unknown> = {}): TypeOrmModuleOptions {
+  return { ...dataSource, autoLoadEntities: true, extra: { ...(dataSource.extra as object), ...driverOptions } } as TypeOrmModuleOptions;
 }
 
 export type { Type };

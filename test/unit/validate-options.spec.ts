@@ -23,6 +23,12 @@ describe('validateOutboxOptions', () => {
     expect(validateOutboxOptions({ batchSize: 10, isFatalError })).toMatchObject({ batchSize: 10, isFatalError });
   });
 
+  it('accepts the options that have no default', () => {
+    const isFatalError = () => false;
+    expect(validateOutboxOptions({ workerPoolSize: 0, instanceId: 'billing-1', isFatalError })).toMatchObject({ workerPoolSize: 0, instanceId: 'billing-1', isFatalError });
+    expect(problemsOf({ workerPoolSize: -1 })).toEqual([expect.stringMatching(/^workerPoolSize/)]);
+  });
+
   it('names the option and the reason for a bad value', () => {
     expect(problemsOf({ batchSize: 0 })).toEqual([expect.stringMatching(/^batchSize must not be less than 1/)]);
     expect(problemsOf({ pollIntervalMs: 'fast' })).toEqual(expect.arrayContaining([expect.stringMatching(/^pollIntervalMs/)]));

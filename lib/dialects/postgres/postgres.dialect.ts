@@ -10,6 +10,12 @@ export class PostgresDialect implements DatabaseDialect {
   readonly description = 'postgres';
   readonly opensWorkerPool = true;
 
+  /** `synchronous_commit=off` as a startup parameter, after any the application passes. */
+  withUnflushedCommits(extra: Record<string, unknown>): Record<string, unknown> {
+    const options = [extra.options, '-c synchronous_commit=off'].filter(Boolean).join(' ');
+    return { ...extra, options };
+  }
+
   outbox(quotedTable: string): OutboxDialect {
     return new PostgresOutboxDialect(quotedTable);
   }
