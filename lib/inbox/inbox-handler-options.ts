@@ -1,4 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
+import type { HandlerMethod } from './direct-call';
 
 /** How an `@InboxHandler()` processes deliveries. */
 export type InboxMode = 'transactional' | 'deferred';
@@ -48,4 +49,10 @@ export interface InboxHandlerDefinition {
   orderingKey?: InboxHandlerOptions['orderingKey'];
   /** Calls the business method itself (deferred mode), bypassing the interceptor. */
   invoke(payload: unknown, message: ConsumeMessage, headers: Record<string, unknown> | undefined): Promise<unknown>;
+  /**
+   * Set when Nest would run nothing between the inbox interceptor and the business method
+   * (`runsMethodAlone`): calls `method`, as Nest holds it, on the provider with `args`, as Nest's
+   * last step would. Absent, the interceptor goes through `next.handle()`.
+   */
+  callDirectly?: (method: HandlerMethod, args: unknown[]) => Promise<unknown>;
 }

@@ -7,6 +7,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { OutboxError } from '../errors';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { callAsNest, runsMethodAlone } from './direct-call';
 import { INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
 import { InboxHandlerDefinition, InboxHandlerOptions } from './inbox-handler-options';
 import { safeDeserializer } from './malformed-body';
@@ -16,7 +17,7 @@ import { safeDeserializer } from './malformed-body';
  * bootstrap), checks each is a plain `@RabbitSubscribe` handler on a singleton with a unique
  * consumer name, and prepares it: a deserializer that never throws (so a malformed body reaches
  * the inbox instead of being requeued forever) and the resolved definition the interceptor and
- * the deferred worker use.
+ * the deferred worker use, including whether the interceptor may call the method directly.
  */
 @Injectable()
 export class InboxHandlerExplorer implements OnModuleInit {
@@ -81,6 +82,9 @@ export class InboxHandlerExplorer implements OnModuleInit {
         const instance = wrapper.instance as Record<string, (...args: unknown[]) => unknown>;
         return instance[methodName](payload, message, headers);
       },
+      callDirectly: runsMethodAlone(wrapper.metatype!, methodName, method)
+        ? (callback, args) => callAsNest(callback, wrapper.instance, args)
+        : undefined,
     };
     this.handlers.set(consumer, definition);
     Reflect.defineMetadata(INBOX_HANDLER_DEFINITION, definition, method);

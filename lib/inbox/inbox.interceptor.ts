@@ -2,6 +2,7 @@ import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nes
 import type { ConsumeMessage } from 'amqplib';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { OutboxError } from '../errors';
+import type { HandlerMethod } from './direct-call';
 import { INBOX_HANDLER_DEFINITION } from './inbox.constants';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { InboxService } from './inbox.service';
@@ -9,7 +10,8 @@ import { InboxService } from './inbox.service';
 /**
  * Applied by `@InboxHandler()`. golevelup calls handlers through Nest's context creator, so the
  * interceptor sees `[payload, ConsumeMessage, headers]` and decides whether the business method
- * runs at all.
+ * runs at all. It runs the method through the rest of Nest's chain (pipes, later interceptors),
+ * or calls it itself where that chain would run nothing else (`runsMethodAlone`).
  */
 @Injectable()
 export class InboxInterceptor implements NestInterceptor {
@@ -21,6 +23,12 @@ export class InboxInterceptor implements NestInterceptor {
       throw new OutboxError(`@InboxHandler on ${context.getClass().name} was not set up at start-up; is OutboxModule imported?`);
     }
     const [payload, message] = context.getArgs() as [unknown, ConsumeMessage];
-    return from(this.inbox.receive(definition, payload, message, () => lastValueFrom(next.handle(), { defaultValue: undefined })));
+    return from(this.inbox.receive(definition, payload, message, () => runBusinessMethod(definition, context, next)));
   }
+}
+
+/** The rest of Nest's chain, which ends in the business method; the method alone when that is all the chain would run. */
+function runBusinessMethod(definition: InboxHandlerDefinition, context: ExecutionContext, next: CallHandler): Promise<unknown> {
+  if (definition.callDirectly) return definition.callDirectly(context.getHandler() as HandlerMethod, context.getArgs());
+  return lastValueFrom(next.handle(), { defaultValue: undefined });
 }
