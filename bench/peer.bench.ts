@@ -38,7 +38,7 @@ const SLOW_WINDOW_MS = Number(process.env.BENCH_PEER_SLOW_WINDOW_MS ?? 2_000);
 const WARMUP_MS = 2_000;
 /** Offered load and duration of the latency measurement. */
 const LATENCY_RATE = Number(process.env.BENCH_PEER_RATE ?? 200);
-const LATENCY_MS = Number(process.env.BENCH_PEER_LATENCY_MS ?? 10_000);
+const LATENCY_MS = Number(process.env.BENCH_PEER_LATENCY_MS ?? 5_000);
 /** How long after the last commit a latency run waits for stragglers. */
 const LATENCY_GRACE_MS = 3_000;
 const BLOB = 'x'.repeat(960);
