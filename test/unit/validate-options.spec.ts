@@ -15,7 +15,7 @@ describe('validateOutboxOptions', () => {
   it('fills every default', () => {
     const options = validateOutboxOptions(undefined);
     expect(options).toBeInstanceOf(OutboxModuleOptions);
-    expect(options).toMatchObject({ batchSize: 200, maxAttempts: 10, pollIntervalMs: 1_000, dispatcherEnabled: true, mandatory: true });
+    expect(options).toMatchObject({ batchSize: 500, maxAttempts: 10, pollIntervalMs: 1_000, dispatcherEnabled: true, mandatory: true });
   });
 
   it('keeps given values and functions', () => {
