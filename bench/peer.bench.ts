@@ -257,9 +257,9 @@ async function measureVariant(variant: Variant, publisher: GeneralMessageHandler
   const [shutdown] = initializePollingMessageListener(config, publisher, logger.create());
   const pool = new Pool({ connectionString: POSTGRES_URL, max: 10 });
   try {
-    const batch = variant.settings.nextMessagesBatchSize ?? 5;
+    // The listener is polling the empty table after two of its intervals.
     const interval = variant.settings.nextMessagesPollingIntervalInMs ?? 500;
-    await sleep(batch * interval * 1.3 + 500);
+    await sleep(interval * 2 + 500);
 
     // Drain: the backlog appears in one commit, as after a broker outage.
     await fillBacklog(BACKLOG, concurrency);
