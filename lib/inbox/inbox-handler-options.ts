@@ -8,7 +8,7 @@ export type InboxMode = 'transactional' | 'deferred';
 export interface InboxHandlerOptions {
   /**
    * Dedupe scope: two consumers of one event both process it once. Default `ClassName.method`.
-   * Must be unique in the application.
+   * Must be unique in the application, and at most 200 characters (the inbox table's column).
    */
   consumer?: string;
   /**

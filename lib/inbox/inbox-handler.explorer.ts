@@ -8,7 +8,7 @@ import { OutboxError } from '../errors';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { callAsNest, runsMethodAlone } from './direct-call';
-import { INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
+import { CONSUMER_NAME_MAX_LENGTH, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
 import { InboxHandlerDefinition, InboxHandlerOptions } from './inbox-handler-options';
 import { safeDeserializer } from './malformed-body';
 
@@ -60,6 +60,9 @@ export class InboxHandlerExplorer implements OnModuleInit {
       throw new OutboxError(`${where}: the provider must be a singleton (not request-scoped or transient)`);
     }
     const consumer = options.consumer ?? `${wrapper.metatype!.name}.${methodName}`;
+    if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH) {
+      throw new OutboxError(`${where}: consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters (the inbox table's column)`);
+    }
     if (this.handlers.has(consumer)) throw new OutboxError(`${where}: consumer name "${consumer}" is already used by another inbox handler`);
     const maxAttempts = options.maxAttempts ?? this.options.maxAttempts;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new OutboxError(`${where}: maxAttempts must be a positive integer`);

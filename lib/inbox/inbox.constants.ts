@@ -2,3 +2,5 @@
 export const INBOX_HANDLER_METADATA = Symbol('nestjs-outbox:inbox-handler');
 /** Metadata key of the resolved definition, set at start-up on the same method. */
 export const INBOX_HANDLER_DEFINITION = Symbol('nestjs-outbox:inbox-handler-definition');
+/** The longest consumer name the inbox table holds (its `consumer` column is VARCHAR(200) on every database). */
+export const CONSUMER_NAME_MAX_LENGTH = 200;

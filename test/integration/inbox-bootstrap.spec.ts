@@ -42,6 +42,13 @@ class SecondInventory {
   async handle(): Promise<void> {}
 }
 
+@Injectable()
+class LongConsumerName {
+  @RabbitSubscribe({ exchange: EXCHANGE, routingKey: 'long', queue: `${EXCHANGE}.long` })
+  @InboxHandler({ consumer: 'c'.repeat(201) })
+  async handle(): Promise<void> {}
+}
+
 describe('@InboxHandler start-up checks', () => {
   beforeAll(() => database.reset());
 
@@ -62,5 +69,9 @@ describe('@InboxHandler start-up checks', () => {
 
   it('fails fast on a duplicate consumer name', async () => {
     await expect(boot(FirstInventory, SecondInventory)).rejects.toThrow(/consumer name "inventory" is already used/);
+  });
+
+  it('fails fast on a consumer name longer than the inbox table holds', async () => {
+    await expect(boot(LongConsumerName)).rejects.toThrow(/LongConsumerName.handle: consumer must be a non-empty string of at most 200 characters/);
   });
 });

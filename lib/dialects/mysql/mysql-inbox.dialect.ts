@@ -1,4 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { CONSUMER_NAME_MAX_LENGTH } from '../../inbox/inbox.constants';
 import { OutboxError } from '../../errors';
 import { MessageStatus } from '../../message/message-status';
 import { compareIds } from '../compare-ids';
@@ -14,8 +15,6 @@ const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
 const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
 const VALUES = '?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
 const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.orderingKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
-/** The longest consumer name the table holds (VARCHAR(200)). */
-const CONSUMER_MAX = 200;
 
 /** An inbox row locked for the rest of the transaction. */
 interface LockedRow {
@@ -143,9 +142,12 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
   }
 }
 
-/** PostgreSQL refuses a consumer name longer than its column; `INSERT IGNORE` would cut it. */
+/**
+ * `INSERT IGNORE` would cut a longer consumer name and dedupe it against another consumer's rows.
+ * `@InboxHandler()` names are checked at start-up; this guards the dialect for any other caller.
+ */
 function assertConsumerFits(row: InboxRow): void {
-  if (row.consumer.length > CONSUMER_MAX) {
-    throw new OutboxError(`inbox consumer name is longer than ${CONSUMER_MAX} characters: ${row.consumer.slice(0, 40)}...`);
+  if (row.consumer.length > CONSUMER_NAME_MAX_LENGTH) {
+    throw new OutboxError(`inbox consumer name is longer than ${CONSUMER_NAME_MAX_LENGTH} characters: ${row.consumer.slice(0, 40)}...`);
   }
 }
