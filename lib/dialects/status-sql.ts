@@ -10,6 +10,8 @@ export const CLAIMABLE_SQL = statusIn(CLAIMABLE_STATUSES);
 export const UNFINISHED_SQL = statusIn(UNFINISHED_STATUSES);
 /** Never sent (or processed): what `cancel()` and `abandon()` may turn ABANDONED. */
 export const ABANDONABLE_SQL = statusIn([PENDING, FAILED, MANUAL_REQUIRED]);
+/** Given up on or waiting for a retry: what `requeue()` may make due again. */
+export const REQUEUABLE_SQL = statusIn([FAILED, MANUAL_REQUIRED]);
 
 /**
  * The claim filter's ordering rule for candidate rows aliased `c`, in SQL that PostgreSQL and

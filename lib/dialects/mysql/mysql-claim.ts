@@ -1,6 +1,5 @@
 import { DataSource } from 'typeorm';
-import { MessageStatus } from '../../message/message-status';
-import { CLAIMABLE_STATUSES } from '../../message/message-status';
+import { CLAIMABLE_STATUSES, MessageStatus } from '../../message/message-status';
 import { mysqlOrderingRule, MysqlTable, NOW } from './mysql-sql';
 
 /** The rows one claim may take, in one table. */

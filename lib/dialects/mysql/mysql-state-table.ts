@@ -4,7 +4,7 @@ import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, Par
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
-import { ABANDONABLE_SQL, CLAIMABLE_SQL } from '../status-sql';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, REQUEUABLE_SQL } from '../status-sql';
 import { microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId } from './mysql-sql';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
@@ -141,7 +141,7 @@ export class MysqlStateTable implements StateTable {
     const result = await execute(
       dataSource,
       `UPDATE ${this.table} SET status = '${requeuedStatus(this.scope)}', attempts = 0, next_attempt_at = ${NOW}
-       WHERE ${filter.sql} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')`,
+       WHERE ${filter.sql} AND ${REQUEUABLE_SQL}`,
       filter.params,
     );
     return (result.affected ?? 0) > 0;

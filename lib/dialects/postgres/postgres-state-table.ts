@@ -3,7 +3,7 @@ import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-s
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
-import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, UNFINISHED_SQL } from '../status-sql';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, REQUEUABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 import { execute, SqlTarget } from '../sql-executor';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
@@ -134,7 +134,7 @@ export class PostgresStateTable implements StateTable {
     const result = await execute(
       dataSource,
       `UPDATE ${this.table} SET status = '${requeuedStatus(this.scope)}', attempts = 0, next_attempt_at = now()
-       WHERE ${filter.sql} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
+       WHERE ${filter.sql} AND ${REQUEUABLE_SQL}
        RETURNING id`,
       filter.params,
     );

@@ -3,7 +3,7 @@ import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-s
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
-import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, UNFINISHED_SQL } from '../status-sql';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, REQUEUABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 import { SqlTarget } from '../sql-executor';
 import { sqliteConnectionOf } from './sqlite-connection';
 import { SqliteRow } from './sqlite-statements';
@@ -141,7 +141,7 @@ export class SqliteStateTable implements StateTable {
     const rows = await sqliteExecute(
       dataSource,
       `UPDATE ${this.table} SET status = '${requeuedStatus(this.scope)}', attempts = 0, next_attempt_at = ${SQLITE_NOW}
-       WHERE ${filter.sql} AND status IN ('${FAILED}', '${MANUAL_REQUIRED}')
+       WHERE ${filter.sql} AND ${REQUEUABLE_SQL}
        RETURNING id`,
       filter.params,
     );
