@@ -79,7 +79,9 @@ describe(`Per-key ordering (${DATABASE_KIND} + RabbitMQ)`, () => {
       const flakySends: FlakySendsConfig = { failBeforeSendRate: 0.07, failAfterSendRate: 0.03 };
       const children = await Promise.all(
         ['it-order-1', 'it-order-2', 'it-order-3'].map((instanceId) =>
-          ChildApp.start(instanceId, { database: { kind: db.kind, name: db.name }, flakySends, outbox: { instanceId, batchSize: 20, ...RETRYING } }),
+          // Polling often: an instance that just settled a key's head claims the next at once, and
+          // on SQLite (one writer at a time) the others would otherwise rarely find a row free.
+          ChildApp.start(instanceId, { database: { kind: db.kind, name: db.name }, flakySends, outbox: { instanceId, batchSize: 20, ...RETRYING, pollIntervalMs: 50 } }),
         ),
       );
       await publishInterleaved(publisher, 'interleaved', KEYS, PER_KEY);
