@@ -5,7 +5,7 @@ import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
-import { sleep } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_cancel');
 const EXCHANGE = brokerName('it.cancel');
@@ -30,7 +30,7 @@ describe('Cancelling a business event', () => {
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
     // Writes only, so that a message stays unsent until the test says so.
     writer = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await dispatcher?.close();
@@ -47,10 +47,17 @@ describe('Cancelling a business event', () => {
     dispatcher = await createTestApp({ database, outbox: { pollIntervalMs: 50 } });
     await dispatcher.get(OutboxDispatcher).drain();
     await probe.waitFor(1);
-    await sleep(300);
+    // The kept message arrived, so it was claimed; claims take due rows in id order, so the
+    // cancelled one, had it been claimable, was claimed no later. Once no row is left to send,
+    // such a send was confirmed: it is in the probe's queue ahead of flush()'s marker.
+    await waitUntil(async () => {
+      const { PENDING, PROCESSING, FAILED } = await database.statusCounts();
+      return !PENDING && !PROCESSING && !FAILED;
+    }, 'no message is left to send');
+    await probe.flush();
     expect(probe.messageIds).toEqual([kept.messageId]);
     expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS));
 
   it('changes nothing when the message was already sent', async () => {
     const sent = await publish('order-3:paid');
@@ -59,7 +66,7 @@ describe('Cancelling a business event', () => {
     expect(await statusOf(sent.messageId)).toBe('DONE');
     expect(await cancel('order-3:paid')).toBe(0);
     expect(await statusOf(sent.messageId)).toBe('DONE');
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 
   it('cancels only the given event type when one is named', async () => {
     await dispatcher.close();

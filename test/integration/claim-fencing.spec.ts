@@ -7,6 +7,7 @@ import { OUTBOX_DIALECT } from '../../lib/outbox.constants';
 import { MessageStatus } from '../../lib/message/message-status';
 import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';
+import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const database = testDatabase('it_claim_fencing');
 const EXCHANGE = 'it.claim-fencing';
@@ -28,7 +29,7 @@ describe('Claims and settles fenced by the claim token', () => {
       outbox: { dispatcherEnabled: false, stuckReclaimAfterMs: 1_000, sendTimeoutMs: 500, stuckWarnAfterMs: 500, backoffBaseMs: 100, backoffMaxMs: 100 },
     });
     dataSource = app.get(DataSource);
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(() => app.close());
 

@@ -5,15 +5,24 @@ import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
 import { OUTBOX_DIALECT } from '../../lib/outbox.constants';
 import { DataSource } from 'typeorm';
 import { TransactionHost } from '@nestjs-cls/transactional';
-import { ChildApp, killAllChildren } from '../support/child-app';
+import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
-import { sleep, waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const db = testDatabase('it_clock_skew');
 const EXCHANGE = `it.clock-skew.${DATABASE_KIND}`;
 const TEN_MINUTES = 10 * 60_000;
+/**
+ * The skewed instance reclaims claims older than this: less than its skew, so that a check made
+ * on its own clock would reclaim a fresh claim, and more than the first test can take (its jest
+ * timeout), so that by the database clock the fresh claim never expires, however slowly the
+ * machine runs.
+ */
+const RECLAIM_AFTER_MS = 8 * 60_000;
+/** An age past RECLAIM_AFTER_MS by the database clock. */
+const EXPIRED_MS = RECLAIM_AFTER_MS + 60_000;
 
 /**
  * Leases, backoff and retention are measured on the database's clock: an instance whose own clock
@@ -28,7 +37,7 @@ describe(`An app whose clock is 10 minutes off (${DATABASE_KIND})`, () => {
     await assertExchange(EXCHANGE);
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
     app = await createTestApp({ database: db, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
-  }, 60_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await killAllChildren();
@@ -56,27 +65,34 @@ describe(`An app whose clock is 10 minutes off (${DATABASE_KIND})`, () => {
     const freshToken = await claim();
     const old = await publishOne('old');
     await claim();
-    await db.sql(`UPDATE {outbox_message} SET claimed_at = ${db.timeAgo(120_000)} WHERE message_id = ?`, [old]);
+    await db.sql(`UPDATE {outbox_message} SET claimed_at = ${db.timeAgo(EXPIRED_MS)} WHERE message_id = ?`, [old]);
+    // Claimed fresh now, aged once the first reclaim was seen: its reclaim proves a later check.
+    const later = await publishOne('later');
+    await claim();
 
     const skewed = await ChildApp.start('it-skew-ahead', {
       database: { kind: db.kind, name: db.name },
       clockSkewMs: TEN_MINUTES,
-      // Reclaims claims older than 60 s, checking every 200 ms; the dispatcher itself sends nothing here.
-      outbox: { stuckReclaimAfterMs: 60_000, stuckWarnAfterMs: 30_000, stuckCheckIntervalMs: 200, pollIntervalMs: 60_000, notifyEnabled: false },
+      // Checks every 200 ms; the dispatcher itself sends nothing here.
+      outbox: { stuckReclaimAfterMs: RECLAIM_AFTER_MS, stuckWarnAfterMs: 30_000, stuckCheckIntervalMs: 200, pollIntervalMs: 60_000, notifyEnabled: false },
     });
     try {
       // The control: the old claim is reclaimed (and then sent) by the skewed instance.
-      await waitUntil(async () => {
-        const [row] = await db.sql(`SELECT attempts FROM {outbox_message} WHERE message_id = ?`, [old]);
+      const reclaimed = async (messageId: string) => {
+        const [row] = await db.sql(`SELECT attempts FROM {outbox_message} WHERE message_id = ?`, [messageId]);
         return Number(row.attempts) >= 1;
-      }, 'the old claim was reclaimed', 20_000);
-      await sleep(1_000); // five more checks
+      };
+      await waitUntil(() => reclaimed(old), 'the old claim was reclaimed');
+      // More checks: one that saw the fresh claim after the first reclaim, found by its reclaiming
+      // a claim that only became old then.
+      await db.sql(`UPDATE {outbox_message} SET claimed_at = ${db.timeAgo(EXPIRED_MS)} WHERE message_id = ?`, [later]);
+      await waitUntil(() => reclaimed(later), 'a claim aged after the first reclaim was reclaimed too');
       const [row] = await db.sql(`SELECT status, claim_token, attempts FROM {outbox_message} WHERE message_id = ?`, [fresh]);
       expect({ status: row.status, token: row.claim_token, attempts: Number(row.attempts) }).toEqual({ status: 'PROCESSING', token: freshToken, attempts: 0 });
     } finally {
       await skewed.stop();
     }
-  }, 60_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS, 2 * WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS));
 
   it('an app whose clock is behind sends a just-published message at once', async () => {
     const behind = await ChildApp.start('it-skew-behind', {
@@ -89,9 +105,9 @@ describe(`An app whose clock is 10 minutes off (${DATABASE_KIND})`, () => {
       await waitUntil(async () => {
         const [row] = await db.sql(`SELECT status FROM {outbox_message} WHERE message_id = ?`, [messageId]);
         return row.status === 'DONE';
-      }, 'the message was sent by the instance whose clock is behind', 10_000);
+      }, 'the message was sent by the instance whose clock is behind');
     } finally {
       await behind.stop();
     }
-  }, 60_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS));
 });

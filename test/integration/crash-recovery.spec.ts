@@ -2,23 +2,31 @@ import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { OutboxModuleOptionsInput } from '../../lib';
 import { brokerName } from '../support/broker-names';
-import { ChildApp, killAllChildren } from '../support/child-app';
+import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { testDatabase } from '../support/database';
 import { sessionsOf } from '../support/database-sessions';
 import { runExclusively } from '../support/exclusive-run';
 import { publishMany } from '../support/publish-many';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
-import { sleep, waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_crash');
 const EXCHANGE = brokerName('it.crash');
 const HOUR = 3_600_000;
+/** Longest to wait for another run of this file to end. */
+const EXCLUSIVE_RUN_WAIT_MS = 45_000;
+/** Dispatching a few thousand messages, which takes seconds on a quiet machine. */
+const BACKLOG_TIMEOUT_MS = 2 * WAIT_TIMEOUT_MS;
 
-/** A dispatcher that reclaims expired claims quickly (reclaim must exceed the send timeout). */
+/**
+ * A dispatcher that reclaims expired claims within seconds (reclaim must exceed the send timeout).
+ * The send timeout stays well above what a confirm takes on a loaded machine: a timed-out send
+ * would count an attempt, and the tests count attempts exactly.
+ */
 const RESCUER_OPTIONS: Omit<OutboxModuleOptionsInput, 'isFatalError'> = {
-  stuckReclaimAfterMs: 2_000,
-  sendTimeoutMs: 1_000,
+  stuckReclaimAfterMs: 6_000,
+  sendTimeoutMs: 5_000,
   stuckWarnAfterMs: 1_000,
   stuckCheckIntervalMs: 500,
   backoffBaseMs: 50,
@@ -26,6 +34,10 @@ const RESCUER_OPTIONS: Omit<OutboxModuleOptionsInput, 'isFatalError'> = {
   pollIntervalMs: 100,
   batchSize: 100,
 };
+
+/** Processes `killDispatcherMidBatch` starts at most, and the longest it can take. */
+const KILL_TRIES = 3;
+const KILL_MID_BATCH_TIMEOUT_MS = KILL_TRIES * (STARTUP_TIMEOUT_MS + 2 * WAIT_TIMEOUT_MS);
 
 interface Row {
   message_id: string;
@@ -54,12 +66,12 @@ describe('Crash recovery (real processes)', () => {
 
   beforeAll(async () => {
     // Another run of this file (another developer's) would drop our database and probe queue.
-    endExclusiveRun = await runExclusively(database);
+    endExclusiveRun = await runExclusively(database, EXCLUSIVE_RUN_WAIT_MS);
     await database.reset();
     await assertExchange(EXCHANGE);
     // Creates the tables (synchronize) and only publishes: dispatching happens in child processes.
     publisher = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
-  }, 90_000);
+  }, timeoutFor(EXCLUSIVE_RUN_WAIT_MS, STARTUP_TIMEOUT_MS));
 
   beforeEach(async () => {
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
@@ -91,10 +103,10 @@ describe('Crash recovery (real processes)', () => {
     expect(new Set(crash.processingAtKill.map((r) => r.claimed_by))).toEqual(new Set([crash.victim]));
 
     const rescuer = await ChildApp.start('it-crash-rescuer', { database, outbox: { ...RESCUER_OPTIONS, instanceId: 'it-crash-rescuer' } });
-    await waitUntil(async () => (await database.statusCounts()).DONE === published.length, 'every row is DONE', 30_000).catch((error) => {
+    await waitUntil(async () => (await database.statusCounts()).DONE === published.length, 'every row is DONE', BACKLOG_TIMEOUT_MS).catch((error) => {
       throw new Error(`${(error as Error).message}${rescuer.diagnostics()}`);
     });
-    await sleep(1_000); // room for a late duplicate to show up
+    await noLateDuplicates(rescuer);
 
     // Every committed message arrived; anything that arrived twice kept its messageId.
     const arrived = probe.messageIds;
@@ -116,7 +128,7 @@ describe('Crash recovery (real processes)', () => {
     }
     expect(reclaimedAccordingToLog(rescuer)).toBe(crash.processingAtKill.length);
     expect(rescuer.stderr).toBe('');
-  }, 60_000);
+  }, timeoutFor(KILL_MID_BATCH_TIMEOUT_MS, STARTUP_TIMEOUT_MS, BACKLOG_TIMEOUT_MS, STOP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
 
   it('reclaims the rows a dead claimant left PROCESSING, and delivers them', async () => {
     const type = 'it.crash.dead-claimant';
@@ -151,13 +163,9 @@ describe('Crash recovery (real processes)', () => {
     expect((await rowsOfType(type)).map((r) => r.status)).toEqual(Array(40).fill('PROCESSING'));
 
     const rescuer = await ChildApp.start('it-crash-restarted', { database, outbox: { ...RESCUER_OPTIONS, instanceId: 'it-crash-restarted' } });
-    await probe.waitFor(deliverable.length, 20_000);
-    await waitUntil(
-      async () => (await rowsOfType(type)).every((r) => r.status === 'DONE' || r.status === 'MANUAL_REQUIRED'),
-      'every row is settled',
-      20_000,
-    );
-    await sleep(500); // room for a late duplicate to show up
+    await probe.waitFor(deliverable.length);
+    await waitUntil(async () => (await rowsOfType(type)).every((r) => r.status === 'DONE' || r.status === 'MANUAL_REQUIRED'), 'every row is settled');
+    await noLateDuplicates(rescuer);
 
     expect(probe.messageIds.sort()).toEqual([...deliverable].sort());
 
@@ -166,21 +174,32 @@ describe('Crash recovery (real processes)', () => {
       if (lastChance.has(row.message_id)) {
         // The expired claim counted as their one allowed attempt: parked for an operator, with the reason.
         expect(row).toMatchObject({ status: 'MANUAL_REQUIRED', attempts: 1, claim_token: null, claimed_by: null });
-        expect(row.last_error).toMatch(/claim by dead-instance expired after 2000 ms without a settle/);
+        expect(row.last_error).toMatch(/claim by dead-instance expired after 6000 ms without a settle/);
       } else {
         expect(row).toMatchObject({ status: 'DONE', attempts: 1, claim_token: null, claimed_by: 'it-crash-restarted', last_error: null });
       }
     }
     expect(reclaimedAccordingToLog(rescuer)).toBe(published.length);
     expect(rescuer.stderr).toBe('');
-  }, 60_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS, 2 * WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+
+  /**
+   * Returns once nothing more can arrive: the rescuer is stopped (it sends nothing after it
+   * exited, and its last sends were confirmed or given up before it did), the victim is long dead
+   * (killed before the rescuer started), so whatever they sent is already in the probe's queue,
+   * ahead of the marker that `flush` waits for.
+   */
+  async function noLateDuplicates(rescuer: ChildApp): Promise<void> {
+    expect(await rescuer.stop()).toEqual({ code: 0, signal: null });
+    await probe.flush();
+  }
 
   /**
    * Starts a dispatcher with small batches, SIGKILLs it while it holds claims, and waits until
    * the database server has ended its sessions (a statement it had sent may still commit until then).
    * The kill may land between two batches; then it tries again with a new process.
    */
-  async function killDispatcherMidBatch(total: number, tries = 3) {
+  async function killDispatcherMidBatch(total: number, tries = KILL_TRIES) {
     for (let attempt = 1; ; attempt++) {
       const victim = `it-crash-victim-${attempt}`;
       const child = await ChildApp.start(victim, { database, outbox: { instanceId: victim, batchSize: 20 } });
@@ -191,10 +210,9 @@ describe('Crash recovery (real processes)', () => {
           return (counts.DONE ?? 0) >= 100 && (counts.PROCESSING ?? 0) > 0;
         },
         `${victim} has sent some messages and holds claims`,
-        20_000,
       );
       expect(await child.kill('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
-      await waitUntil(async () => (await sessionsOf(database, victim)) === 0, `the server ended the sessions of ${victim}`, 10_000);
+      await waitUntil(async () => (await sessionsOf(database, victim)) === 0, `the server ended the sessions of ${victim}`);
 
       const countsAtKill = await database.statusCounts();
       const processingAtKill = (await database.sql<Row>(`SELECT ${ROW_COLUMNS} FROM {outbox_message} WHERE status = 'PROCESSING'`)).map(asRow);

@@ -1,9 +1,11 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { OutboxService } from '../../lib';
+import { OutboxDispatcher, OutboxService } from '../../lib';
+import { OutboxWakeup } from '../../lib/outbox/outbox-wakeup';
 import { describeOn, testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_cross_instance_wakeup');
 const EXCHANGE = 'it.cross-instance-wakeup';
@@ -23,7 +25,7 @@ describeOn(['postgres'], 'Waking another instance through PostgreSQL NOTIFY (NOT
     // The dispatching instance polls once an hour, so only a wake-up can make it send promptly.
     dispatcher = await createTestApp({ database, outbox: { pollIntervalMs: HOUR, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
     writer = await createTestApp({ database, outbox: { dispatcherEnabled: false, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
-  });
+  }, timeoutFor(2 * STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await writer.close();
@@ -38,17 +40,21 @@ describeOn(['postgres'], 'Waking another instance through PostgreSQL NOTIFY (NOT
 
   it('sends a message written by another instance without waiting for a poll', async () => {
     const { messageId } = await publish(1);
-    await probe.waitFor(1, 10_000);
+    await probe.waitFor(1);
     expect(probe.messageIds).toEqual([messageId]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 
   it('keeps working after the listening connection is killed', async () => {
+    const wakes = jest.spyOn(dispatcher.get(OutboxWakeup), 'wake');
     const killed = await database.sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = ?`, [`LISTEN "${CHANNEL}"`]);
     expect(killed).toHaveLength(1);
-    // Give the listener time to notice and re-subscribe (it retries after a second).
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // The listener notices and listens again (it retries after a second), then looks once for
+    // what it missed: that look must be over before publishing, or it, not a wake-up, would
+    // find the message.
+    await waitUntil(() => wakes.mock.calls.length > 0, 'the dispatcher listens again');
+    await dispatcher.get(OutboxDispatcher).drain();
     const { messageId } = await publish(2);
-    await probe.waitFor(2, 10_000);
+    await probe.waitFor(2);
     expect(probe.messageIds[1]).toBe(messageId);
-  });
+  }, timeoutFor(2 * WAIT_TIMEOUT_MS));
 });

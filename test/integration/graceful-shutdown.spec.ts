@@ -5,11 +5,13 @@ import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
-import { waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_graceful_shutdown');
 const EXCHANGE = brokerName('it.graceful-shutdown');
 const MESSAGES = 2_000;
+/** Dispatching 2,000 messages, which takes seconds on a quiet machine. */
+const BACKLOG_TIMEOUT_MS = 2 * WAIT_TIMEOUT_MS;
 
 describe('Graceful shutdown', () => {
   let probe: QueueProbe;
@@ -44,11 +46,11 @@ describe('Graceful shutdown', () => {
 
     app = await createTestApp({ database, outbox: { pollIntervalMs: 100 } });
     try {
-      await waitUntil(async () => (await database.statusCounts()).DONE === MESSAGES, 'every message is DONE', 30_000);
+      await waitUntil(async () => (await database.statusCounts()).DONE === MESSAGES, 'every message is DONE', BACKLOG_TIMEOUT_MS);
       await probe.waitFor(MESSAGES);
       expect(new Set(probe.messageIds)).toEqual(new Set(published));
     } finally {
       await app.close();
     }
-  });
+  }, timeoutFor(3 * STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, BACKLOG_TIMEOUT_MS, WAIT_TIMEOUT_MS));
 });

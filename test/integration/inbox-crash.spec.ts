@@ -1,11 +1,11 @@
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { brokerName } from '../support/broker-names';
-import { ChildApp, killAllChildren } from '../support/child-app';
+import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
 import { deleteInboxQueues, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
-import { waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_inbox_crash');
 const PREFIX = brokerName('it.inbox-crash');
@@ -20,10 +20,14 @@ const fixture = (mode: 'transactional' | 'deferred', crash?: InboxFixtureConfig[
   crash,
 });
 
-/** Short timings so that a dead claimant's rows are reclaimed within seconds. */
+/**
+ * Short timings so that a dead claimant's rows are reclaimed within seconds; long enough that the
+ * rescuer's own claims, handled in moments, never expire on a loaded machine (the test counts
+ * attempts exactly).
+ */
 const RESCUE_TIMINGS = {
-  stuckReclaimAfterMs: 2_000,
-  sendTimeoutMs: 1_000,
+  stuckReclaimAfterMs: 6_000,
+  sendTimeoutMs: 5_000,
   stuckWarnAfterMs: 1_000,
   stuckCheckIntervalMs: 300,
   backoffBaseMs: 50,
@@ -58,6 +62,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     return row && { ...row, attempts: Number(row.attempts) };
   };
   const readyInQueue = async (queue: string) => (await channel.checkQueue(queue)).messageCount;
+  const consumersOf = async (queue: string) => (await channel.checkQueue(queue)).consumerCount;
 
   it('recognises the redelivery of a message whose handler committed just before the crash, without rerunning it', async () => {
     const config = fixture('transactional', 'after-commit');
@@ -65,7 +70,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     const messageId = randomUUID();
     channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
 
-    const exit = await crashing.exited;
+    const exit = await crashing.waitForExit();
     expect(exit.signal).toBe('SIGKILL');
     expect(await effects(1)).toBe(1);
     expect(await inboxRow(messageId)).toMatchObject({ status: 'DONE' });
@@ -78,7 +83,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     // Had the restarted consumer not acknowledged it, the message would be back in the queue.
     expect(await readyInQueue(config.consumers[0].queue)).toBe(0);
     expect(await effects(1)).toBe(1);
-  }, 60_000);
+  }, timeoutFor(2 * STARTUP_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS));
 
   it('acknowledges a deferred delivery before processing, and completes a crashed processing once after reclaim', async () => {
     const config = fixture('deferred', 'in-handler');
@@ -86,18 +91,20 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     const messageId = randomUUID();
     channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 2 })), { messageId, type: 'order.paid' });
 
-    const exit = await crashing.exited;
+    const exit = await crashing.waitForExit();
     expect(exit.signal).toBe('SIGKILL');
-    // Acknowledged before the handler ran: nothing comes back to the queue.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Acknowledged before the handler ran: nothing comes back to the queue. The broker puts a dead
+    // consumer's unacknowledged deliveries back in the same step that removes the consumer, so
+    // once the queue has no consumer, an unacknowledged delivery would be counted here.
+    await waitUntil(async () => (await consumersOf(config.consumers[0].queue)) === 0, 'the broker dropped the killed consumer');
     expect(await readyInQueue(config.consumers[0].queue)).toBe(0);
     expect(await inboxRow(messageId)).toMatchObject({ status: 'PROCESSING', claimed_by: expect.any(String) });
     expect(await effects(2)).toBe(0); // the crashed handler's transaction never committed
 
     const rescuer = await ChildApp.start('it-inbox-crash-d', { database, inbox: fixture('deferred'), outbox: RESCUE_TIMINGS });
-    await waitUntil(async () => (await inboxRow(messageId)).status === 'DONE', 'the reclaimed delivery is processed', 30_000);
+    await waitUntil(async () => (await inboxRow(messageId)).status === 'DONE', 'the reclaimed delivery is processed');
     await rescuer.stop();
     expect(await inboxRow(messageId)).toMatchObject({ status: 'DONE', attempts: 1 });
     expect(await effects(2)).toBe(1);
-  }, 60_000);
+  }, timeoutFor(2 * STARTUP_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS));
 });

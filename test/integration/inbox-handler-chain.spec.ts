@@ -11,7 +11,7 @@ import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp, TestEffect } from '../support/test-app';
-import { waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_inbox_chain');
 const PREFIX = brokerName('it.inbox-chain');
@@ -88,7 +88,7 @@ describe('@InboxHandler with the rest of the Nest handler chain', () => {
     dead = await QueueProbe.bind(DEAD_LETTERS, '#', `${PREFIX}.dead`);
     for (const name of ['piped', 'intercepted']) await channel.deleteQueue(`${PREFIX}.${name}`);
     app = await createTestApp({ database, outbox: { pollIntervalMs: 50, backoffBaseMs: 50, backoffMaxMs: 100 }, providers: [ChainConsumers] });
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await app.close();
@@ -109,7 +109,7 @@ describe('@InboxHandler with the rest of the Nest handler chain', () => {
     deliver('piped', { orderId: 2 }, messageId);
     await waitUntil(async () => (await inboxRow('piped', messageId))?.status === 'DONE', 'the delivery is processed');
     expect(await effects('piped', messageId)).toEqual([2]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 
   it('treats a pipe rejecting the payload as a failed attempt: recorded, given up on, dead-lettered', async () => {
     const messageId = randomUUID();
@@ -117,7 +117,7 @@ describe('@InboxHandler with the rest of the Nest handler chain', () => {
     await waitUntil(() => dead.messageIds.includes(messageId), 'the delivery is dead-lettered');
     expect(await inboxRow('piped', messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', last_error: expect.stringMatching(/order 3 is odd/) });
     expect(await effects('piped', messageId)).toEqual([]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 
   it('runs an interceptor written above @InboxHandler inside the inbox transaction, and one written below around it', async () => {
     const messageId = randomUUID();
@@ -126,5 +126,5 @@ describe('@InboxHandler with the rest of the Nest handler chain', () => {
     expect(await effects('intercepted', messageId)).toEqual([4]);
     expect(inside.seen).toEqual([true]);
     expect(around.seen).toEqual([false]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 });

@@ -2,12 +2,12 @@ import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { INestApplicationContext, Injectable } from '@nestjs/common';
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
-import { InboxHandler, MessageStatus, NonRetryableError, OutboxAdmin } from '../../lib';
+import { InboxHandler, InboxWorker, MessageStatus, NonRetryableError, OutboxAdmin } from '../../lib';
 import { brokerName } from '../support/broker-names';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
 import { createTestApp } from '../support/test-app';
-import { sleep, waitUntil } from '../support/wait';
+import { budget, STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_inbox_ordering');
 const PREFIX = brokerName('it.inbox-ordering');
@@ -16,6 +16,8 @@ const QUEUE = `${PREFIX}.ordered`;
 const CONSUMER = 'ordered-consumer';
 const KEYS = ['acct-1', 'acct-2', 'acct-3'];
 const PER_KEY = 20;
+/** Storing a test's deliveries one at a time, which takes a second or two on a quiet machine. */
+const STORING_TIMEOUT_MS = 2 * WAIT_TIMEOUT_MS;
 
 interface Entry {
   key: string;
@@ -63,7 +65,7 @@ describe(`Deferred @InboxHandler with an orderingKey (${DATABASE_KIND})`, () => 
       outbox: { pollIntervalMs: 100, backoffBaseMs: 20, backoffMaxMs: 100, notifyEnabled: false, inboxBatchSize: 10 },
       providers: [OrderedConsumer],
     });
-  }, 60_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await app?.close();
@@ -80,34 +82,38 @@ describe(`Deferred @InboxHandler with an orderingKey (${DATABASE_KIND})`, () => 
    * ordered by id only among committed rows: the later id may commit, and be handled, first (see
    * the README's non-guarantees). One at a time, the stored order is the publishing order.
    */
-  const store = async (entry: Entry) => {
+  const store = async (entry: Entry, timeoutMs: number) => {
     const count = async () => Number((await database.sql(`SELECT count(*) AS n FROM {inbox_message}`))[0].n);
     const before = await count();
     deliver(entry);
-    await waitUntil(async () => (await count()) === before + 1, 'the delivery is stored', 10_000);
+    await waitUntil(async () => (await count()) === before + 1, `${entry.key}/${entry.seq} is stored`, timeoutMs);
   };
 
   it('processes each key one delivery at a time, in the order stored, with 10 % of attempts failing', async () => {
-    for (let seq = 0; seq < PER_KEY; seq++) for (const key of KEYS) await store({ key, seq });
-    await waitUntil(() => handled.length === KEYS.length * PER_KEY, 'every delivery handled', 40_000);
+    const timeLeft = budget(STORING_TIMEOUT_MS);
+    for (let seq = 0; seq < PER_KEY; seq++) for (const key of KEYS) await store({ key, seq }, timeLeft());
+    await waitUntil(() => handled.length === KEYS.length * PER_KEY, 'every delivery handled', 2 * WAIT_TIMEOUT_MS);
     for (const key of KEYS) {
       expect({ key, stored: await storedOrder(key) }).toEqual({ key, stored: inOrder(PER_KEY) });
       expect({ key, handled: sequence(key) }).toEqual({ key, handled: inOrder(PER_KEY) });
     }
     const [{ retried }] = await database.sql<{ retried: number }>(`SELECT count(*) AS retried FROM {inbox_message} WHERE attempts > 0`);
     expect(Number(retried)).toBeGreaterThan(0);
-  }, 60_000);
+  }, timeoutFor(STORING_TIMEOUT_MS, 2 * WAIT_TIMEOUT_MS));
 
   it('parks a key behind a poisoned delivery, and requeuing it releases the key in order', async () => {
     handled.length = 0;
     faults.failRate = 0;
+    const timeLeft = budget(STORING_TIMEOUT_MS);
     for (let seq = 0; seq < 5; seq++) {
-      for (const entry of [{ key: 'acct-poisoned', seq, poison: seq === 1 }, { key: 'acct-healthy', seq }]) await store(entry);
+      for (const entry of [{ key: 'acct-poisoned', seq, poison: seq === 1 }, { key: 'acct-healthy', seq }]) await store(entry, timeLeft());
     }
-    await waitUntil(() => sequence('acct-healthy').length === 5, 'the healthy key is handled', 20_000);
+    await waitUntil(() => sequence('acct-healthy').length === 5, 'the healthy key is handled');
     const admin = app.get(OutboxAdmin);
-    await waitUntil(async () => (await admin.parkedInboxKeys()).length === 1, 'the poisoned key is parked', 20_000);
-    await sleep(300);
+    await waitUntil(async () => (await admin.parkedInboxKeys()).length === 1, 'the poisoned key is parked');
+    // Every delivery is stored: had one behind the parked head been claimable, this claim pass
+    // (after the key was parked) would have handled it before drain() returns.
+    await app.get(InboxWorker).drain();
     expect(sequence('acct-poisoned')).toEqual([0]);
     const [parked] = await admin.parkedInboxKeys();
     expect(parked).toEqual(expect.objectContaining({ orderingKey: 'acct-poisoned', consumer: CONSUMER, waiting: 3 }));
@@ -115,10 +121,10 @@ describe(`Deferred @InboxHandler with an orderingKey (${DATABASE_KIND})`, () => 
 
     faults.poisonFatal = false;
     expect(await admin.requeueInbox(CONSUMER, parked.messageId)).toBe(true);
-    await waitUntil(() => sequence('acct-poisoned').length === 5, 'the parked key drained', 20_000);
+    await waitUntil(() => sequence('acct-poisoned').length === 5, 'the parked key drained');
     expect(sequence('acct-poisoned')).toEqual(inOrder(5));
     expect(await admin.parkedInboxKeys()).toEqual([]);
     const [row] = await database.sql(`SELECT status FROM {inbox_message} WHERE message_id = ?`, [parked.messageId]);
     expect(row.status).toBe(MessageStatus.DONE);
-  }, 60_000);
+  }, timeoutFor(STORING_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS));
 });

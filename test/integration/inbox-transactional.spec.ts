@@ -3,11 +3,12 @@ import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
+import { DeliveriesInFlight } from '../support/deliveries-in-flight';
 import { AMQP_URL } from '../support/environment';
 import { deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
-import { sleep, waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_inbox_transactional');
 const PREFIX = brokerName('it.inbox-tx');
@@ -24,12 +25,18 @@ const config: InboxFixtureConfig = {
   maxAttempts: 3,
 };
 
+/** The waits of `settled()`. */
+const SETTLE_TIMEOUT_MS = 4 * WAIT_TIMEOUT_MS;
+
 describe('@InboxHandler in transactional mode', () => {
   let app: INestApplicationContext;
   let connection: ChannelModel;
   let channel: Channel;
   let outgoing: QueueProbe;
   let dead: QueueProbe;
+  const deliveries = new DeliveriesInFlight();
+  /** Order ids of the marker messages `settled()` delivers, apart from the tests' own. */
+  let nextMarkerOrderId = 1_000;
 
   beforeAll(async () => {
     await database.reset();
@@ -41,9 +48,9 @@ describe('@InboxHandler in transactional mode', () => {
     app = await createTestApp({
       database,
       outbox: { pollIntervalMs: 50, backoffBaseMs: 50, backoffMaxMs: 100 },
-      providers: inboxFixtureProviders(config),
+      providers: [...inboxFixtureProviders(config), ...deliveries.providers],
     });
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await app.close();
@@ -71,6 +78,25 @@ describe('@InboxHandler in transactional mode', () => {
       await database.sql(`SELECT consumer, status, attempts, last_error, payload FROM {inbox_message} WHERE message_id = ? ORDER BY consumer`, [messageId])
     ).map((row) => ({ ...row, attempts: Number(row.attempts) }));
   const outgoingFor = (orderId: number) => outgoing.bodies<{ orderId: number; consumer: string }>().filter((b) => b.orderId === orderId);
+  const unsent = async () =>
+    Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE status IN ('PENDING', 'PROCESSING', 'FAILED')`))[0].n);
+
+  /**
+   * Returns once every delivery made so far has been handled and all it published has arrived, so
+   * that a test can assert that nothing more happened. A marker delivered after them is handed to
+   * each consumer after the earlier deliveries, which were by then counted in flight (see
+   * DeliveriesInFlight): once the marker is handled and none is in flight, all are done. What
+   * they published is sent once the outbox has nothing left to send, each send confirmed, so it
+   * is in the outgoing probe's queue ahead of flush()'s marker.
+   */
+  async function settled(): Promise<void> {
+    const orderId = nextMarkerOrderId++;
+    deliver({ orderId }, { messageId: randomUUID() });
+    await waitUntil(async () => (await effects(orderId)).length === 2, 'a later message was handled by both consumers');
+    await waitUntil(() => deliveries.idle, 'no delivery is being handled');
+    await waitUntil(async () => (await unsent()) === 0, 'the outbox has sent everything');
+    await outgoing.flush();
+  }
 
   it('applies a message delivered 3 times in a row once, and publishes its outgoing messages once', async () => {
     const messageId = randomUUID();
@@ -79,38 +105,38 @@ describe('@InboxHandler in transactional mode', () => {
       await waitUntil(async () => (await inboxRows(messageId)).length === 2, 'both consumers recorded it');
     }
     await waitUntil(() => outgoingFor(1).length >= 4, 'outgoing messages arrive');
-    await sleep(500);
+    await settled();
     expect(await effects(1)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
     expect(outgoingFor(1)).toHaveLength(4); // two per consumer, once each
-  });
+  }, timeoutFor(4 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
 
   it('applies a message delivered 3 times at once once per consumer', async () => {
     const messageId = randomUUID();
     for (let i = 0; i < 3; i++) deliver({ orderId: 2, holdMs: 200 }, { messageId });
     await waitUntil(async () => (await inboxRows(messageId)).length === 2, 'both consumers recorded it');
     await waitUntil(() => outgoingFor(2).length >= 4, 'outgoing messages arrive');
-    await sleep(800);
+    await settled();
     expect(await effects(2)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
     expect(outgoingFor(2)).toHaveLength(4);
-  });
+  }, timeoutFor(2 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
 
   it('keeps nothing of a failed attempt: downstream sees the messages of the successful attempt once', async () => {
     const messageId = randomUUID();
     deliver({ orderId: 3, failTimes: 1 }, { messageId });
     await waitUntil(async () => (await inboxRows(messageId)).every((r) => r.status === 'DONE') && (await inboxRows(messageId)).length === 2, 'processed after a retry');
     await waitUntil(() => outgoingFor(3).length >= 4, 'outgoing messages arrive');
-    await sleep(500);
+    await settled();
     expect(await effects(3)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
     expect(outgoingFor(3)).toHaveLength(4);
     expect((await inboxRows(messageId)).map((r) => r.attempts)).toEqual([1, 1]);
-  });
+  }, timeoutFor(2 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
 
   it('dedupes per consumer: two consumers of one event each process it once', async () => {
     const messageId = randomUUID();
     deliver({ orderId: 4 }, { messageId });
     await waitUntil(async () => (await effects(4)).length === 2, 'both consumers applied it');
     expect(await effects(4)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 
   it.each([
     ['invalid JSON', Buffer.from('{"orderId": 5,'), { messageId: randomUUID() }, /not valid JSON/],
@@ -129,14 +155,17 @@ describe('@InboxHandler in transactional mode', () => {
     const next = randomUUID();
     deliver({ orderId: 100 + before }, { messageId: next });
     await waitUntil(async () => (await inboxRows(next)).length === 2, 'the next message is processed');
-  });
+  }, timeoutFor(2 * WAIT_TIMEOUT_MS));
 
   it('gives up on an always-failing handler after maxAttempts, without a requeue spin', async () => {
     const messageId = randomUUID();
     const before = dead.messages.length;
     deliver({ orderId: 7, alwaysFail: true }, { messageId });
     await waitUntil(() => dead.messages.length >= before + 2, 'both consumers dead-lettered it');
-    await sleep(500);
+    await settled();
+    // The dead letters of those deliveries were routed as the broker took their rejections, sent
+    // before settled() returned; flush() passes a marker through the dead-letter queue after that.
+    await dead.flush();
     const rows = await inboxRows(messageId);
     expect(rows).toEqual([
       expect.objectContaining({ consumer: 'billing', status: 'MANUAL_REQUIRED', attempts: 3, last_error: expect.stringMatching(/handler failure on attempt 3/) }),
@@ -144,7 +173,7 @@ describe('@InboxHandler in transactional mode', () => {
     ]);
     expect(await effects(7)).toEqual([]);
     expect(dead.messages.filter((m) => m.properties.messageId === messageId)).toHaveLength(2);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS, WAIT_TIMEOUT_MS));
 
   it('treats a producer resending the same fact under a new message id as a duplicate when a bizKey is given', async () => {
     const first = randomUUID();
@@ -152,27 +181,24 @@ describe('@InboxHandler in transactional mode', () => {
     deliver({ orderId: 8, bizKey: 'order-8:paid' }, { messageId: first });
     await waitUntil(async () => (await inboxRows(first)).length === 2, 'first delivery recorded');
     deliver({ orderId: 8, bizKey: 'order-8:paid' }, { messageId: resent });
-    const marker = randomUUID();
-    deliver({ orderId: 9 }, { messageId: marker });
-    await waitUntil(async () => (await inboxRows(marker)).length === 2, 'a later message was processed');
-    await sleep(300);
+    await settled();
     expect(await effects(8)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
     expect(await inboxRows(resent)).toEqual([]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
 
   it('dedupes by bizKey also for messages without an AMQP type', async () => {
     deliver({ orderId: 11, bizKey: 'order-11:paid' }, { messageId: randomUUID(), type: undefined });
     deliver({ orderId: 11, bizKey: 'order-11:paid' }, { messageId: randomUUID(), type: undefined });
     await waitUntil(async () => (await effects(11)).length === 2, 'both consumers applied it');
-    await sleep(300);
+    await settled();
     expect(await effects(11)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
 
   it('accepts a message without a message id when a bizKey identifies it', async () => {
     deliver({ orderId: 10, bizKey: 'order-10:paid' });
     deliver({ orderId: 10, bizKey: 'order-10:paid' });
     await waitUntil(async () => (await effects(10)).length === 2, 'both consumers applied it');
-    await sleep(300);
+    await settled();
     expect(await effects(10)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
 });

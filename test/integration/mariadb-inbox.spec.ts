@@ -3,6 +3,7 @@ import { QueryRunner } from 'typeorm';
 import { InboxAcquisition, InboxRow } from '../../lib/dialects/inbox-dialect';
 import { ConditionalUpdateClaim } from '../../lib/dialects/mysql/mysql-conditional-claim';
 import { MessageStatus } from '../../lib/message/message-status';
+import { timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 import { describeOnMysql, DialectTables, dropDatabase, inboxRow, INBOX_TABLE, openWithTables, recreateDatabase, SERVER, sleep } from './mariadb-test-database';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
@@ -33,10 +34,15 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
     )[0];
   const acquireCommitted = (row: InboxRow) => tables.dataSource.transaction((manager) => tables.inbox.acquire(manager, row));
 
+  /** The server's id of each open transaction's session. */
+  const sessionIds = new WeakMap<QueryRunner, number>();
+
   /** A transaction of its own that stays open until the test commits or rolls it back. */
   async function openTransaction(): Promise<QueryRunner> {
     const runner = tables.dataSource.createQueryRunner();
     await runner.startTransaction();
+    const [{ id }] = await runner.query('SELECT CONNECTION_ID() AS id');
+    sessionIds.set(runner, Number(id));
     return runner;
   }
   async function end(runner: QueryRunner, outcome: 'commit' | 'rollback'): Promise<void> {
@@ -44,9 +50,21 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
     else await runner.rollbackTransaction();
     await runner.release();
   }
-  /** Whether `promise` is still pending after `ms`. */
-  async function stillPending(promise: Promise<unknown>, ms = 300): Promise<boolean> {
-    return Promise.race([promise.then(() => false, () => false), sleep(ms).then(() => true)]);
+  /**
+   * Whether `promise`, a statement running in `runner`'s transaction, is held up by a row lock:
+   * true once the server reports that transaction waiting for a lock while the promise is still
+   * pending, false if the promise settles first.
+   */
+  async function heldByLock(runner: QueryRunner, promise: Promise<unknown>): Promise<boolean> {
+    let settled = false;
+    promise.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    const waitingForLock = async () =>
+      (await tables.dataSource.query(`SELECT 1 FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'`, [sessionIds.get(runner)])).length > 0;
+    await waitUntil(async () => settled || (await waitingForLock()), 'the statement waits for a row lock or ends');
+    return !settled;
   }
 
   describe('transactional acquire', () => {
@@ -67,11 +85,11 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
       expect((await tables.inbox.acquire(first.manager, row)).kind).toBe('process');
       const second = await openTransaction();
       const secondAcquire = tables.inbox.acquire(second.manager, { ...row });
-      expect(await stillPending(secondAcquire)).toBe(true);
+      expect(await heldByLock(second, secondAcquire)).toBe(true);
       await end(first, 'commit');
       expect(await secondAcquire).toEqual({ kind: 'duplicate', status: DONE });
       await end(second, 'commit');
-    });
+    }, timeoutFor(WAIT_TIMEOUT_MS));
 
     it('lets the waiting delivery process the message when the first transaction rolls back', async () => {
       const row = inboxRow();
@@ -79,12 +97,12 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
       expect((await tables.inbox.acquire(first.manager, row)).kind).toBe('process');
       const second = await openTransaction();
       const secondAcquire = tables.inbox.acquire(second.manager, { ...row });
-      expect(await stillPending(secondAcquire)).toBe(true);
+      expect(await heldByLock(second, secondAcquire)).toBe(true);
       await end(first, 'rollback');
       expect((await secondAcquire).kind).toBe('process');
       await end(second, 'commit');
       expect((await stateOf(row)).status).toBe(DONE);
-    });
+    }, timeoutFor(WAIT_TIMEOUT_MS));
 
     it('takes over a FAILED row in one of two concurrent redeliveries, without a deadlock', async () => {
       const row = inboxRow();

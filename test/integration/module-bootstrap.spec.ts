@@ -7,6 +7,7 @@ import { DataSource } from 'typeorm';
 import { OutboxError, OutboxModule, OutboxOptionsError } from '../../lib';
 import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
+import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const database = testDatabase('it_module_bootstrap');
 
@@ -57,7 +58,7 @@ describe('OutboxModule start-up checks', () => {
   it('validates options that come from an async factory too', async () => {
     const module = OutboxModule.forRootAsync({ useFactory: async () => ({ maxAttempts: -1 }) });
     await expect(boot([typeOrm(), ScheduleModule.forRoot(), rabbit(), module])).rejects.toThrow(/maxAttempts/);
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('rejects a table name that is not a plain identifier before anything starts', () => {
     expect(() => OutboxModule.forRoot({ tableName: 'outbox; DROP TABLE users' })).toThrow(/tableName must be a plain SQL identifier/);
@@ -65,14 +66,14 @@ describe('OutboxModule start-up checks', () => {
 
   it('fails fast when ScheduleModule.forRoot() is missing', async () => {
     await expect(boot([typeOrm(), rabbit(), OutboxModule.forRoot()])).rejects.toThrow(/ScheduleModule\.forRoot\(\)/);
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('fails fast when the RabbitMQ transport has no RabbitMQModule', async () => {
     const failure = boot([typeOrm(), ScheduleModule.forRoot(), OutboxModule.forRoot()]);
     await expect(failure).rejects.toBeInstanceOf(OutboxError);
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('boots without ScheduleModule when this instance only writes', async () => {
     await expect(boot([typeOrm(), rabbit(), OutboxModule.forRoot({ dispatcherEnabled: false })])).resolves.toBeUndefined();
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 });

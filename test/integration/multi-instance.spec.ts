@@ -1,17 +1,21 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { ChildApp, killAllChildren } from '../support/child-app';
+import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { runExclusively } from '../support/exclusive-run';
 import { publishMany } from '../support/publish-many';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
-import { sleep, waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_multi_instance');
 const EXCHANGE = brokerName('it.multi-instance');
 const MESSAGES = 2_000;
 const INSTANCES = ['it-multi-a', 'it-multi-b'];
+/** Longest to wait for another run of this file to end. */
+const EXCLUSIVE_RUN_WAIT_MS = 45_000;
+/** Dispatching 2,000 messages, which takes seconds on a quiet machine. */
+const BACKLOG_TIMEOUT_MS = 2 * WAIT_TIMEOUT_MS;
 
 /**
  * Two dispatching applications, each in a process of its own, share one outbox table while a
@@ -24,13 +28,13 @@ describe('Several dispatcher instances on one outbox', () => {
 
   beforeAll(async () => {
     // Another run of this file (another developer's) would drop our database and probe queue.
-    endExclusiveRun = await runExclusively(database);
+    endExclusiveRun = await runExclusively(database, EXCLUSIVE_RUN_WAIT_MS);
     await database.reset();
     await assertExchange(EXCHANGE);
     // Creates the tables (synchronize) before any dispatcher starts, and only publishes.
     publisher = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
-  }, 90_000);
+  }, timeoutFor(EXCLUSIVE_RUN_WAIT_MS, STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await killAllChildren();
@@ -56,9 +60,17 @@ describe('Several dispatcher instances on one outbox', () => {
     );
     expect(new Set(published).size).toBe(MESSAGES);
 
-    await probe.waitFor(MESSAGES, 40_000);
-    await waitUntil(async () => (await database.statusCounts()).DONE === MESSAGES, 'every row is DONE', 20_000);
-    await sleep(1_000); // room for a late duplicate to show up
+    await probe.waitFor(MESSAGES, BACKLOG_TIMEOUT_MS);
+    await waitUntil(async () => (await database.statusCounts()).DONE === MESSAGES, 'every row is DONE');
+    // Both ran without an error log, and shut down cleanly when asked.
+    for (const child of children) expect(child.stderr).toBe('');
+    expect(await Promise.all(children.map((child) => child.stop()))).toEqual([
+      { code: 0, signal: null },
+      { code: 0, signal: null },
+    ]);
+    // Nothing more can arrive: both dispatchers have exited, and what they sent before closing
+    // their connections is in the probe's queue, ahead of the marker flush() waits for.
+    await probe.flush();
 
     const arrived = probe.messageIds;
     expect(duplicatesOf(arrived)).toEqual([]);
@@ -72,14 +84,7 @@ describe('Several dispatcher instances on one outbox', () => {
     // DONE rows keep the claimant that sent them: both instances did part of the work.
     const shares = await database.sql<{ claimed_by: string }>(`SELECT claimed_by FROM {outbox_message} GROUP BY claimed_by ORDER BY claimed_by`);
     expect(shares.map((s) => s.claimed_by)).toEqual(INSTANCES);
-
-    // Both ran without an error log, and shut down cleanly when asked.
-    for (const child of children) expect(child.stderr).toBe('');
-    expect(await Promise.all(children.map((child) => child.stop()))).toEqual([
-      { code: 0, signal: null },
-      { code: 0, signal: null },
-    ]);
-  }, 60_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS, BACKLOG_TIMEOUT_MS, WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
 });
 
 function duplicatesOf(ids: string[]): string[] {

@@ -1,12 +1,12 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
-import { MessageStatus, OutboxAdmin, OutboxService } from '../../lib';
-import { ChildApp, killAllChildren } from '../support/child-app';
+import { MessageStatus, OutboxAdmin, OutboxDispatcher, OutboxService } from '../../lib';
+import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { FlakySendsConfig, flakyTransport } from '../support/flaky-transport';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
-import { sleep, waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const db = testDatabase('it_ordering');
 const EXCHANGE = `it.ordering.${DATABASE_KIND}`;
@@ -15,6 +15,8 @@ const PER_KEY = 50;
 const POISON_HEADER = 'x-test-poison';
 /** Short, so retries of the 10 % failed sends come quickly; many attempts, so none gives up by chance. */
 const RETRYING = { backoffBaseMs: 20, backoffMaxMs: 200, maxAttempts: 60, pollIntervalMs: 200 };
+/** Sending the 250 messages of the first test, with retries, which takes seconds on a quiet machine. */
+const BACKLOG_TIMEOUT_MS = 2 * WAIT_TIMEOUT_MS;
 
 interface Sequenced {
   key: string;
@@ -66,7 +68,7 @@ describe(`Per-key ordering (${DATABASE_KIND} + RabbitMQ)`, () => {
     await assertExchange(EXCHANGE);
     // Creates the tables before any dispatcher starts, and only publishes.
     publisher = await createTestApp({ database: db, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
-  }, 90_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await killAllChildren();
@@ -86,11 +88,11 @@ describe(`Per-key ordering (${DATABASE_KIND} + RabbitMQ)`, () => {
       );
       await publishInterleaved(publisher, 'interleaved', KEYS, PER_KEY);
 
-      await waitUntil(() => new Set(probe.messageIds).size === KEYS.length * PER_KEY, 'every message arrived', 60_000);
+      await waitUntil(() => new Set(probe.messageIds).size === KEYS.length * PER_KEY, 'every message arrived', BACKLOG_TIMEOUT_MS);
       const arrivals = firstArrivals(probe);
       for (const key of KEYS) expect({ key, seqs: arrivals.get(key) }).toEqual({ key, seqs: inOrder(PER_KEY) });
 
-      await waitUntil(async () => (await db.statusCounts()).DONE === KEYS.length * PER_KEY, 'every row is DONE', 20_000);
+      await waitUntil(async () => (await db.statusCounts()).DONE === KEYS.length * PER_KEY, 'every row is DONE');
       // The failures were real: some rows needed more than one attempt, and every instance sent some.
       const [{ retried }] = await db.sql<{ retried: number }>(`SELECT count(*) AS retried FROM {outbox_message} WHERE attempts > 0`);
       expect(Number(retried)).toBeGreaterThan(0);
@@ -100,7 +102,7 @@ describe(`Per-key ordering (${DATABASE_KIND} + RabbitMQ)`, () => {
     } finally {
       await probe.close();
     }
-  }, 120_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS, BACKLOG_TIMEOUT_MS, WAIT_TIMEOUT_MS, 3 * STOP_TIMEOUT_MS));
 
   it('a key whose head is poisoned is parked while other keys complete, and released in order', async () => {
     const probe = await QueueProbe.bind(EXCHANGE, 'parked.#', `${EXCHANGE}.parked`);
@@ -116,8 +118,13 @@ describe(`Per-key ordering (${DATABASE_KIND} + RabbitMQ)`, () => {
       // The poisoned key's third message (seq 2) cannot be sent; the two before it can.
       await publishInterleaved(dispatcher, 'parked', keys, 10, (key, seq) => (key === 'parked-poisoned' && seq === 2 ? { [POISON_HEADER]: true } : undefined));
 
-      await waitUntil(() => probe.messages.length === 10 + 10 + 2, 'the healthy keys and the poisoned key up to its head arrived', 30_000);
-      await sleep(500); // room for a message of the parked key to slip through
+      await waitUntil(() => probe.messages.length === 10 + 10 + 2, 'the healthy keys and the poisoned key up to its head arrived');
+      await waitUntil(async () => (await admin.parkedKeys()).length === 1, 'the poisoned key is parked');
+      // Had a later message of the parked key been claimable, a claim pass after the key was parked
+      // would have sent it, and drain() waits for the confirms: it would be in the probe's queue
+      // ahead of flush()'s marker.
+      await dispatcher.get(OutboxDispatcher).drain();
+      await probe.flush();
       expect(firstArrivals(probe).get('parked-poisoned')).toEqual([0, 1]);
 
       const parked = await admin.parkedKeys();
@@ -134,19 +141,19 @@ describe(`Per-key ordering (${DATABASE_KIND} + RabbitMQ)`, () => {
           await dispatcher.get(OutboxService).publish({ type: 'it.unordered', exchange: EXCHANGE, routingKey: 'parked.unordered', payload: { key: 'unordered', seq: n } });
         }
       });
-      await waitUntil(() => probe.messages.length === 22 + 5, 'unordered messages arrived while the key is parked', 20_000);
+      await waitUntil(() => probe.messages.length === 22 + 5, 'unordered messages arrived while the key is parked');
 
       // The operator fixes the cause and requeues the head: the key resumes, in order.
       sends.poisonHeader = undefined;
       expect(await admin.requeue(parked[0].messageId)).toBe(true);
-      await waitUntil(() => probe.messages.length === 35, 'the parked key drained', 30_000);
+      await waitUntil(() => probe.messages.length === 35, 'the parked key drained');
       expect(firstArrivals(probe).get('parked-poisoned')).toEqual(inOrder(10));
       expect(await admin.parkedKeys()).toEqual([]);
     } finally {
       await dispatcher.close();
       await probe.close();
     }
-  }, 90_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS, 5 * WAIT_TIMEOUT_MS));
 
   it('abandoning a parked head lets the rest of its key go on without it', async () => {
     const probe = await QueueProbe.bind(EXCHANGE, 'abandon.#', `${EXCHANGE}.abandon`);
@@ -158,17 +165,20 @@ describe(`Per-key ordering (${DATABASE_KIND} + RabbitMQ)`, () => {
     try {
       const admin = dispatcher.get(OutboxAdmin);
       await publishInterleaved(dispatcher, 'abandon', ['abandon-key'], 5, (_, seq) => (seq === 0 ? { [POISON_HEADER]: true } : undefined));
-      await waitUntil(async () => (await admin.parkedKeys()).length === 1, 'the key is parked', 20_000);
+      await waitUntil(async () => (await admin.parkedKeys()).length === 1, 'the key is parked');
+      // Nothing of the key went past its parked head, not even in a claim pass after it was parked.
+      await dispatcher.get(OutboxDispatcher).drain();
+      await probe.flush();
       expect(probe.messages).toHaveLength(0);
 
       const [head] = await admin.parkedKeys();
       expect(await admin.abandon(head.messageId)).toBe(true);
-      await waitUntil(() => probe.messages.length === 4, 'the rest of the key arrived', 20_000);
+      await waitUntil(() => probe.messages.length === 4, 'the rest of the key arrived');
       expect(firstArrivals(probe).get('abandon-key')).toEqual([1, 2, 3, 4]);
       expect(await admin.findMessage({ messageId: head.messageId })).toEqual(expect.objectContaining({ status: MessageStatus.ABANDONED }));
     } finally {
       await dispatcher.close();
       await probe.close();
     }
-  }, 60_000);
+  }, timeoutFor(STARTUP_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS));
 });

@@ -6,7 +6,7 @@ import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { toDate } from '../support/sql-values';
 import { createTestApp, OrderPayments } from '../support/test-app';
-import { sleep } from '../support/wait';
+import { sleep, STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_outbox_publish');
 const EXCHANGE = brokerName('it.outbox-publish');
@@ -21,7 +21,7 @@ describe('Outbox publishing', () => {
     await assertExchange(EXCHANGE);
     app = await createTestApp({ database, outbox: { pollIntervalMs: 200 } });
     payments = app.get(OrderPayments);
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   beforeEach(async () => {
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
@@ -29,6 +29,18 @@ describe('Outbox publishing', () => {
 
   afterEach(() => probe.close());
   afterAll(() => app.close());
+
+  /**
+   * Once no row waits to be sent, every row was sent and confirmed, so what it carried is in the
+   * probe's queue ahead of flush()'s marker: then nothing more can arrive.
+   */
+  async function nothingMoreArrives(): Promise<void> {
+    await waitUntil(async () => {
+      const { PENDING, PROCESSING, FAILED } = await database.statusCounts();
+      return !PENDING && !PROCESSING && !FAILED;
+    }, 'no message is left to send');
+    await probe.flush();
+  }
 
   it('delivers a committed message to a bound queue with its messageId', async () => {
     const { messageId, order } = await payments.pay(EXCHANGE);
@@ -44,7 +56,7 @@ describe('Outbox publishing', () => {
     expect(Number(rows[0].attempts)).toBe(0);
     // Set when it was sent: a moment ago by the database's clock.
     expect(Math.abs(Date.now() - toDate(rows[0].processed_at)!.getTime())).toBeLessThan(60_000);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 
   it('does not publish a message whose transaction rolled back', async () => {
     const count = async () => {
@@ -54,15 +66,18 @@ describe('Outbox publishing', () => {
     const before = await count();
     await expect(payments.pay(EXCHANGE, { fail: true })).rejects.toThrow('payment rejected');
     await app.get(OutboxDispatcher).drain();
-    await sleep(500);
+    // A row that survived the rollback would be sent.
+    await nothingMoreArrives();
     expect(probe.messages).toHaveLength(0);
     // Neither the business row nor the message survived the rollback.
     expect(await count()).toEqual(before);
-  });
+  }, timeoutFor(2 * WAIT_TIMEOUT_MS));
 
   it('sends nothing before COMMIT, even when the transaction stays open for seconds', async () => {
     let arrivedBeforeCommit: number | undefined;
     const paying = payments.pay(EXCHANGE, { holdMs: 2_500, beforeCommit: () => (arrivedBeforeCommit = probe.messages.length) });
+    // Time for polls (every 200 ms) to run while the transaction is open, before the explicit
+    // pass below. A slow machine may run fewer of them before COMMIT; it cannot make one send early.
     await sleep(2_000);
     // A dispatch pass while the transaction is open. On SQLite it waits for the one connection
     // to leave the transaction, so it is not awaited here: what counts is what arrived before COMMIT.
@@ -72,7 +87,7 @@ describe('Outbox publishing', () => {
     await draining;
     await probe.waitFor(1);
     expect(probe.messageIds).toEqual([messageId]);
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 
   it('refuses to publish outside a transaction, with a typed error, and writes nothing', async () => {
     const outbox = app.get(OutboxService);
@@ -91,9 +106,10 @@ describe('Outbox publishing', () => {
     expect(second).toMatchObject({ duplicate: true, messageId: first.messageId });
     await probe.waitFor(1);
     await app.get(OutboxDispatcher).drain();
-    await sleep(300);
+    // A second row, had the duplicate written one, would be sent.
+    await nothingMoreArrives();
     expect(probe.messageIds).toEqual([first.messageId]);
-  });
+  }, timeoutFor(3 * WAIT_TIMEOUT_MS));
 
   it('publishes with an explicit manager of an open transaction', async () => {
     const outbox = app.get(OutboxService);
@@ -103,5 +119,5 @@ describe('Outbox publishing', () => {
     await probe.waitFor(1);
     expect(probe.messageIds).toEqual([messageId]);
     expect((await database.statusCounts()).PROCESSING).toBeUndefined();
-  });
+  }, timeoutFor(WAIT_TIMEOUT_MS));
 });

@@ -6,6 +6,7 @@ import { INBOX_DIALECT, OUTBOX_DIALECT } from '../../lib/outbox.constants';
 import { testDatabase } from '../support/database';
 import { toBoolean } from '../support/sql-values';
 import { createTestApp } from '../support/test-app';
+import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const database = testDatabase('it_retention');
 const DAY = 86_400_000;
@@ -18,7 +19,7 @@ describe('Retention', () => {
   beforeAll(async () => {
     await database.reset();
     app = await createTestApp({ database, outbox: { dispatcherEnabled: false, retentionBatchSize: 3, retentionMs: DAY } });
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(() => app.close());
 

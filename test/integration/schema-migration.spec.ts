@@ -3,6 +3,7 @@ import { createInboxTableMigration, createOutboxTableMigration, OUTBOX_MIGRATION
 import { describeOn, freshSchema, sql } from '../support/database';
 import { POSTGRES_URL } from '../support/environment';
 import { createTestApp } from '../support/test-app';
+import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const MIGRATED = 'it_schema_migrated';
 const SYNCHRONIZED = 'it_schema_synchronized';
@@ -48,14 +49,14 @@ describeOn(['postgres'], 'Table migrations (PostgreSQL: compares information_sch
     for (const table of ['outbox_message', 'inbox_message']) {
       expect(await shape(MIGRATED, table)).toEqual(await shape(SYNCHRONIZED, table));
     }
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('start-up creation leaves existing tables as they are', async () => {
     const before = await shape(SYNCHRONIZED, 'outbox_message');
     const app = await createTestApp({ schema: SYNCHRONIZED, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
     await app.close();
     expect(await shape(SYNCHRONIZED, 'outbox_message')).toEqual(before);
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('creates a custom-named table with its own index names', async () => {
     await migrate(MIGRATED, [createOutboxTableMigration('billing_outbox'), createInboxTableMigration('billing_inbox')]);

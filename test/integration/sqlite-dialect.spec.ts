@@ -419,9 +419,11 @@ describeSqlite('SQLite dialect', () => {
   it('waits for the backoff from the database clock, not the process clock', async () => {
     await publish(tables, outboxRow());
     const [claimed] = await tables.outbox.claim(dataSource, 1, token(), 'me');
-    await tables.outbox.settleFailed(dataSource, [failure(claimed, FAILED, 300, 'later')]);
+    // A backoff long enough that no pause of a loaded machine between the settle and the next
+    // claim outlasts it.
+    await tables.outbox.settleFailed(dataSource, [failure(claimed, FAILED, 1_000, 'later')]);
     expect(await tables.outbox.claim(dataSource, 1, token(), 'me')).toEqual([]);
-    await sleep(400);
+    await sleep(1_100); // the backoff passes
     expect(await tables.outbox.claim(dataSource, 1, token(), 'me')).toHaveLength(1);
   });
 });

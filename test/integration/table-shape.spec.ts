@@ -1,6 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DatabaseKind, DATABASE_KIND, TestDatabase, testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';
+import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const db = testDatabase('it_table_shape');
 
@@ -46,7 +47,7 @@ describe(`The library's tables on ${DATABASE_KIND}`, () => {
   beforeAll(async () => {
     await db.reset();
     app = await createTestApp({ database: db, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(() => app?.close());
 

@@ -3,7 +3,7 @@ import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp, OrderPayments } from '../support/test-app';
-import { waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_unroutable');
 const EXCHANGE = brokerName('it.unroutable');
@@ -15,7 +15,7 @@ describe('Unroutable messages (mandatory flag)', () => {
     await database.reset();
     await assertExchange(EXCHANGE);
     app = await createTestApp({ database, outbox: { pollIntervalMs: 50, backoffBaseMs: 100, backoffMaxMs: 200, maxAttempts: 1_000 } });
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(() => app.close());
 
@@ -36,5 +36,5 @@ describe('Unroutable messages (mandatory flag)', () => {
     } finally {
       await probe.close();
     }
-  });
+  }, timeoutFor(3 * WAIT_TIMEOUT_MS));
 });

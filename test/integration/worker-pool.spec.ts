@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { OUTBOX_WORKER_DATA_SOURCE } from '../../lib/outbox.constants';
 import { describeOn, testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';
+import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const database = testDatabase('it_worker_pool', 'postgres');
 
@@ -29,17 +30,17 @@ describeOn(['postgres'], 'The dispatcher\'s own pool (PostgreSQL)', () => {
     expect(await setting(worker, 'statement_timeout')).toBe('12345ms');
     // The application's own transactions keep the server's durable default.
     expect(await setting(application, 'synchronous_commit')).toBe('on');
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('waits for the flush like any session with workerSynchronousCommit', async () => {
     app = await createTestApp({ database, outbox: { workerSynchronousCommit: true } });
     expect(await setting(app.get<DataSource>(OUTBOX_WORKER_DATA_SOURCE), 'synchronous_commit')).toBe('on');
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('leaves a shared pool (workerPoolSize 0) as the application configured it', async () => {
     app = await createTestApp({ database, outbox: { workerPoolSize: 0 } });
     const worker = app.get<DataSource>(OUTBOX_WORKER_DATA_SOURCE);
     expect(worker).toBe(app.get(DataSource));
     expect(await setting(worker, 'synchronous_commit')).toBe('on');
-  });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 });

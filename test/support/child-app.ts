@@ -5,12 +5,20 @@ import { testDatabase, type DatabaseKind } from './database';
 import { prepareSessionIdentity } from './database-sessions';
 import type { FlakySendsConfig } from './flaky-transport';
 import type { InboxFixtureConfig } from './inbox-fixture';
+import { STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS } from './wait';
 
 const ROOT = resolve(__dirname, '../..');
 const FIXTURE = resolve(ROOT, 'test/fixtures/dispatcher-process.ts');
 const SKEW_CLOCK = resolve(ROOT, 'test/fixtures/skew-clock.ts');
 /** The variable `skew-clock.ts` reads the skew from. */
 const CLOCK_SKEW_ENV = 'TEST_CLOCK_SKEW_MS';
+
+/**
+ * Longest `stop()` waits before it kills. Longer than the child's own bound on closing
+ * (CLOSE_TIMEOUT_MS in dispatcher-process.ts), so that a slow close is reported by the child,
+ * with its reason, rather than cut short by our SIGKILL.
+ */
+export const STOP_TIMEOUT_MS = 60_000;
 
 /** What `test/fixtures/dispatcher-process.ts` is started with (JSON, so no functions). */
 export interface DispatcherChildConfig {
@@ -76,7 +84,7 @@ export class ChildApp {
    * Spawns `dispatcher-process.ts` and waits for its READY line. `name` is also what the
    * database knows the child's sessions by (see `sessionsOf` in database-sessions.ts).
    */
-  static async start(name: string, config: DispatcherChildConfig, readyTimeoutMs = 30_000): Promise<ChildApp> {
+  static async start(name: string, config: DispatcherChildConfig, readyTimeoutMs = STARTUP_TIMEOUT_MS): Promise<ChildApp> {
     await prepareSessionIdentity(testDatabase(config.database.name, config.database.kind), name);
     const skewed = config.clockSkewMs !== undefined;
     // The clock is shifted before anything else loads, so no module keeps the true time.
@@ -131,6 +139,19 @@ export class ChildApp {
     }
   }
 
+  /** Resolves once the child exits by itself (a crash it was set up for); fails after `timeoutMs`. */
+  async waitForExit(timeoutMs = WAIT_TIMEOUT_MS): Promise<ChildExit> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${this.name} did not exit within ${timeoutMs} ms${this.diagnostics()}`)), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.exited, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Sends `signal` and resolves once the process is gone. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<ChildExit> {
     if (this.exit) return this.exit;
@@ -139,7 +160,7 @@ export class ChildApp {
   }
 
   /** Graceful shutdown (SIGTERM); SIGKILL if it has not exited after `timeoutMs`. */
-  async stop(timeoutMs = 20_000): Promise<ChildExit> {
+  async stop(timeoutMs = STOP_TIMEOUT_MS): Promise<ChildExit> {
     if (this.exit) return this.exit;
     this.process.kill('SIGTERM');
     const timer = setTimeout(() => this.process.kill('SIGKILL'), timeoutMs);

@@ -1,5 +1,10 @@
 import { Channel, ChannelModel, connect, ConsumeMessage } from 'amqplib';
+import { randomUUID } from 'node:crypto';
 import { AMQP_URL } from './environment';
+import { WAIT_TIMEOUT_MS, waitUntil } from './wait';
+
+/** Marks the probe's own marker messages (see `flush`), which are not recorded. */
+const MARKER_HEADER = 'x-test-probe-marker';
 
 /**
  * A plain amqplib consumer bound to an exchange, recording every delivery, so tests observe
@@ -7,6 +12,7 @@ import { AMQP_URL } from './environment';
  */
 export class QueueProbe {
   readonly messages: ConsumeMessage[] = [];
+  private readonly markersBack = new Set<string>();
   private constructor(
     private readonly connection: ChannelModel,
     private readonly channel: Channel,
@@ -21,7 +27,7 @@ export class QueueProbe {
     await channel.assertQueue(queue, { durable: false, exclusive: false });
     await channel.bindQueue(queue, exchange, routingKey);
     const probe = new QueueProbe(connection, channel, queue);
-    await channel.consume(queue, (message) => message && probe.messages.push(message), { noAck: true });
+    await channel.consume(queue, (message) => message && probe.record(message), { noAck: true });
     return probe;
   }
 
@@ -34,12 +40,30 @@ export class QueueProbe {
   }
 
   /** Waits until at least `count` messages arrived, or fails after `timeoutMs`. */
-  async waitFor(count: number, timeoutMs = 20_000): Promise<void> {
+  async waitFor(count: number, timeoutMs = WAIT_TIMEOUT_MS): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.messages.length < count) {
       if (Date.now() > deadline) throw new Error(`expected ${count} message(s) on ${this.queue}, got ${this.messages.length}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+  }
+
+  /**
+   * Returns once every message that was in the probe's queue when it was called has been
+   * recorded: it puts a marker at the tail of the queue and waits for it to come back (a queue
+   * delivers in order to its one consumer). The marker itself is not recorded. For "nothing
+   * more arrived": call it once whatever could still send has been sent and confirmed (its rows
+   * are settled, or its process has exited).
+   */
+  async flush(timeoutMs = WAIT_TIMEOUT_MS): Promise<void> {
+    const marker = randomUUID();
+    this.channel.sendToQueue(this.queue, Buffer.alloc(0), { messageId: marker, headers: { [MARKER_HEADER]: true } });
+    await waitUntil(() => this.markersBack.has(marker), `a marker sent to ${this.queue} came back through it`, timeoutMs);
+  }
+
+  private record(message: ConsumeMessage): void {
+    if (message.properties.headers?.[MARKER_HEADER]) this.markersBack.add(message.properties.messageId as string);
+    else this.messages.push(message);
   }
 
   async close(): Promise<void> {
