@@ -8,13 +8,22 @@ import { OutboxTransport } from './transport/outbox-transport';
  * module itself: which entities are registered and on which DataSource.
  */
 export interface OutboxModuleStaticOptions {
-  /** Outbox table name (a plain SQL identifier). Default `outbox_message`. */
+  /**
+   * Outbox table name (a plain SQL identifier). Default `outbox_message`. Index names derive from
+   * it, so it has at most 47 characters on PostgreSQL, 48 on MySQL/MariaDB, 63 on SQLite.
+   */
   tableName?: string;
-  /** Inbox table name (a plain SQL identifier). Default `inbox_message`. */
+  /**
+   * Inbox table name (a plain SQL identifier, other than `tableName`). Default `inbox_message`.
+   * At most 40 characters on PostgreSQL, 41 on MySQL/MariaDB, 63 on SQLite.
+   */
   inboxTableName?: string;
   /** Name of the TypeORM DataSource holding the outbox (as given to TypeOrmModule.forRoot). */
   dataSourceName?: string;
-  /** The transport that sends messages. Default: RabbitMQ through @golevelup/nestjs-rabbitmq. */
+  /**
+   * The class (not an instance: Nest creates it) of the transport that sends messages.
+   * Default: RabbitMQ through @golevelup/nestjs-rabbitmq.
+   */
   transport?: Type<OutboxTransport>;
   /** Register OutboxService globally. Default true. */
   isGlobal?: boolean;

@@ -21,13 +21,17 @@ import {
 } from './outbox-module-definition';
 import { DATABASE_DIALECT, INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './options/outbox-module-options';
-import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './options/table-names';
-import { validateOutboxOptions } from './options/validate-options';
+import { TableNames } from './options/table-names';
+import { runtimeOptionProblems, validateOutboxOptions } from './options/validate-options';
+import { staticOptionProblems, validateStaticOptions } from './options/validate-static-options';
+import { OutboxOptionsError } from './errors';
 import { OutboxDispatcher } from './outbox/outbox.dispatcher';
 import { OutboxWakeup } from './outbox/outbox-wakeup';
 import { OutboxService } from './outbox/outbox.service';
 import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 import { createTablesAtStartup } from './schema/create-tables-at-startup';
+import { assertTableNamesFit } from './schema/table-name-limits';
+import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
 import { OutboxAdmin } from './admin/outbox-admin.service';
 import { openWorkerDataSource, WorkerDataSourceCloser } from './pool/worker-data-source';
 
@@ -45,18 +49,21 @@ export class OutboxModule extends ConfigurableOutboxModule {
   static forRoot(options: typeof OUTBOX_OPTIONS_TYPE = {}): DynamicModule {
     // Static options fail here, where the app's module is declared, before anything connects.
     const { tableName, inboxTableName, dataSourceName, transport, isGlobal, ...runtime } = options;
-    validateOutboxOptions(runtime);
-    return withOutboxProviders(super.forRoot(options), { tableName, inboxTableName, dataSourceName, transport, isGlobal });
+    const statics = { tableName, inboxTableName, dataSourceName, transport, isGlobal };
+    const problems = [...staticOptionProblems(statics), ...runtimeOptionProblems(runtime)];
+    if (problems.length > 0) throw new OutboxOptionsError(problems);
+    return withOutboxProviders(super.forRoot(options), statics);
   }
 
+  /** Static options (table names, transport, …) fail here, where the module is declared; the factory's options once it has run. */
   static forRootAsync(options: typeof OUTBOX_ASYNC_OPTIONS_TYPE): DynamicModule {
     return withOutboxProviders(super.forRootAsync(options), options);
   }
 }
 
 function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleStaticOptions): DynamicModule {
-  const tableName = assertTableName('tableName', statics.tableName ?? DEFAULT_OUTBOX_TABLE);
-  const inboxTableName = assertTableName('inboxTableName', statics.inboxTableName ?? DEFAULT_INBOX_TABLE);
+  const tables: TableNames = validateStaticOptions(statics);
+  const { outbox: tableName, inbox: inboxTableName } = tables;
   const providers: Provider[] = [
     {
       provide: OUTBOX_OPTIONS,
@@ -69,7 +76,9 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       inject: [OUTBOX_DATA_SOURCE],
       useFactory: async (dataSource: DataSource) => {
         const dialect = await resolveDialect(dataSource);
-        await createTablesAtStartup(dataSource, dialect, { outbox: tableName, inbox: inboxTableName });
+        assertTableNamesFit(dialect.identifierLimit, tables);
+        await verifyTablesAtStartup(dataSource, dialect, tables);
+        await createTablesAtStartup(dataSource, dialect, tables);
         return dialect;
       },
     },

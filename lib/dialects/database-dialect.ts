@@ -9,6 +9,36 @@ export interface TableDdl {
   ifNotExists: boolean;
 }
 
+/** One of the library's tables, where its statements find it. */
+export interface TableLocation {
+  /** The plain name. */
+  name: string;
+  /** Quoted, and qualified with the DataSource's schema where it has one: as statements name it. */
+  quoted: string;
+  /** The DataSource's schema (PostgreSQL) or database, where its options name one. */
+  schema?: string;
+}
+
+/** A statement and its parameters. */
+export interface SqlQuery {
+  sql: string;
+  params: unknown[];
+}
+
+/**
+ * The longest identifier (table, constraint or index name) a database keeps. Index names are
+ * derived from table names, so this bounds the table names too.
+ */
+export interface IdentifierLimit {
+  /** The database as users know it, for messages: `PostgreSQL`, `MariaDB`, `MySQL`. */
+  database: string;
+  max: number;
+  /** How the database measures identifiers: PostgreSQL counts bytes, MySQL characters. */
+  unit: 'bytes' | 'characters';
+  /** What the database does with a longer identifier, as the end of a sentence. */
+  beyond: string;
+}
+
 /**
  * Everything that differs between databases, for one DataSource: the outbox and inbox SQL, and
  * the tables' DDL (used by the migrations and by start-up creation alike, so both make the
@@ -28,6 +58,14 @@ export interface DatabaseDialect {
   inbox(quotedTable: string): InboxDialect;
   outboxTableDdl(request: TableDdl): string[];
   inboxTableDdl(request: TableDdl): string[];
+  /** Absent where identifiers have no practical length limit (SQLite). */
+  readonly identifierLimit?: IdentifierLimit;
+  /**
+   * The statement listing the columns of `table`, one row per column with its name in `name`, and
+   * no rows when the table does not exist; it must find the table exactly where the library's
+   * statements will (the DataSource's schema, else the connection's search path or database).
+   */
+  tableColumnsQuery(table: TableLocation): SqlQuery;
   /**
    * Where the DataSource has a single connection (SQLite), runs the library's own transactions
    * one after another: two at once would nest, the second a savepoint of the first. Absent where

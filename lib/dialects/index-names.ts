@@ -1,3 +1,6 @@
+/** Which of the library's tables: the outbox or the inbox. */
+export type TableKind = 'outbox' | 'inbox';
+
 /** Names of the indexes the state machine needs on either table. */
 export function stateIndexNames(table: string) {
   return {
@@ -16,4 +19,20 @@ export function outboxIndexNames(table: string) {
 /** Names of the inbox table's constraints and indexes, the same on every database. */
 export function inboxIndexNames(table: string) {
   return { ...stateIndexNames(table), consumerMessageId: `UQ_${table}_consumer_message_id`, consumerBizKey: `UQ_${table}_consumer_biz_key` };
+}
+
+/** Every constraint and index name derived from the name of a table of `kind`. */
+export function derivedNames(kind: TableKind, table: string): string[] {
+  return Object.values(kind === 'outbox' ? outboxIndexNames(table) : inboxIndexNames(table));
+}
+
+/**
+ * The longest name derived from a table of `kind`, as a pattern with `<name>` for the table name
+ * (e.g. `UQ_<name>_consumer_message_id`), and how many characters it adds to the table name: the
+ * table name's length limit on a database is its identifier limit minus these.
+ */
+export function longestDerivedName(kind: TableKind): { pattern: string; extraLength: number } {
+  const placeholder = '<name>';
+  const pattern = derivedNames(kind, placeholder).reduce((longest, name) => (name.length > longest.length ? name : longest));
+  return { pattern, extraLength: pattern.length - placeholder.length };
 }

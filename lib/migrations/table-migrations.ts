@@ -2,6 +2,7 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 import { qualifiedTable, resolveDialect } from '../dialects/resolve-dialect';
 import { DatabaseDialect, TableDdl } from '../dialects/database-dialect';
 import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../options/table-names';
+import { assertTableNameFits } from '../schema/table-name-limits';
 
 /** A migration class, as TypeORM's `migrations` option takes it. */
 export type MigrationClass = new () => MigrationInterface;
@@ -19,6 +20,7 @@ function createTableMigration(kind: TableKind, table: string, timestamp: number)
 
     async up(runner: QueryRunner): Promise<void> {
       const dialect = await resolveDialect(runner.connection);
+      assertTableNameFits(kind, table, dialect.identifierLimit);
       for (const statement of tableDdl(dialect, kind, { table, quoted: qualifiedTable(runner.connection, table), ifNotExists: false })) {
         await runner.query(statement);
       }

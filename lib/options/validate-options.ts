@@ -3,16 +3,29 @@ import { validateSync, ValidationError } from 'class-validator';
 import { OutboxOptionsError } from '../errors';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './outbox-module-options';
 
+/** Options fixed where the module is declared (`OutboxModuleStaticOptions`), never returned by an async factory. */
+const STATIC_OPTIONS = ['tableName', 'inboxTableName', 'dataSourceName', 'transport', 'isGlobal'];
+
 /** Applies defaults and validates; throws `OutboxOptionsError` naming every bad option. */
 export function validateOutboxOptions(input: OutboxModuleOptionsInput | undefined): OutboxModuleOptions {
+  const { options, problems } = checkOutboxOptions(input);
+  if (problems.length > 0) throw new OutboxOptionsError(problems);
+  return options;
+}
+
+/** What `validateOutboxOptions` would refuse, for reporting it beside the static options' problems. */
+export function runtimeOptionProblems(input: OutboxModuleOptionsInput | undefined): string[] {
+  return checkOutboxOptions(input).problems;
+}
+
+function checkOutboxOptions(input: OutboxModuleOptionsInput | undefined): { options: OutboxModuleOptions; problems: string[] } {
   const options = plainToInstance(OutboxModuleOptions, input ?? {}, { exposeDefaultValues: true });
   const problems = validateSync(options, { forbidUnknownValues: true, whitelist: false }).flatMap(describe);
   problems.push(...unknownKeys(input), ...crossFieldProblems(options));
   if (options.isFatalError !== undefined && typeof options.isFatalError !== 'function') {
     problems.push('isFatalError must be a function');
   }
-  if (problems.length > 0) throw new OutboxOptionsError(problems);
-  return options;
+  return { options, problems };
 }
 
 function describe(error: ValidationError): string[] {
@@ -25,7 +38,11 @@ function unknownKeys(input: OutboxModuleOptionsInput | undefined): string[] {
   const known = new Set(Object.keys(new OutboxModuleOptions()));
   return Object.keys(input ?? {})
     .filter((key) => !known.has(key))
-    .map((key) => `${key} is not an OutboxModule option`);
+    .map((key) =>
+      STATIC_OPTIONS.includes(key)
+        ? `${key} shapes the module, so it cannot come from an async factory: pass it to OutboxModule.forRootAsync({ ${key}, useFactory }) beside the factory`
+        : `${key} is not an OutboxModule option`,
+    );
 }
 
 function crossFieldProblems(o: OutboxModuleOptions): string[] {

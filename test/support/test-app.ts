@@ -1,4 +1,4 @@
-import { AmqpConnection, RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
+import { AmqpConnection, AmqpConnectionManager, RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ConsoleLogger, INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
@@ -53,6 +53,8 @@ export interface TestAppOptions {
   sessionName?: string;
   /** Driver options merged into the DataSource's `extra` (PostgreSQL: pg's client config). */
   driverOptions?: Record<string, unknown>;
+  /** DataSource options over the test database's, e.g. `{ synchronize: false, migrations, migrationsRun: true }`. */
+  dataSource?: Partial<DataSourceOptions>;
   outbox?: OutboxModuleOptionsInput;
   statics?: OutboxModuleStaticOptions;
   amqpUrl?: string;
@@ -71,6 +73,9 @@ let appCount = 0;
 export async function createTestApp(options: TestAppOptions): Promise<INestApplicationContext> {
   const database = options.database ?? (options.schema ? testDatabase(options.schema, 'postgres') : undefined);
   if (!database) throw new Error('createTestApp: pass the test file\'s database');
+  const connectionName = options.connectionName ?? `test-app-${++appCount}`;
+  // Kept, so that an application whose providers fail while being created can still close it.
+  let dataSource: DataSource | undefined;
   @Module({
     imports: [
       ClsModule.forRoot({
@@ -82,11 +87,15 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
           }),
         ],
       }),
-      TypeOrmModule.forRoot(withDriverOptions(database.dataSourceOptions({ sessionName: options.sessionName }), options.driverOptions)),
+      TypeOrmModule.forRootAsync({
+        useFactory: () =>
+          withDriverOptions({ ...database.dataSourceOptions({ sessionName: options.sessionName }), ...options.dataSource } as DataSourceOptions, options.driverOptions),
+        dataSourceFactory: async (dataSourceOptions) => (dataSource = new DataSource(dataSourceOptions!)).initialize(),
+      }),
       TypeOrmModule.forFeature([TestOrder, TestEffect]),
       ScheduleModule.forRoot(),
       RabbitMQModule.forRoot({
-        name: options.connectionName ?? `test-app-${++appCount}`,
+        name: connectionName,
         uri: options.amqpUrl ?? AMQP_URL,
         connectionInitOptions: { wait: false },
       }),
@@ -99,19 +108,25 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
   // Compiled first and initialised separately, so that an application whose start-up checks
   // fail can still be closed (NestFactory would throw before handing it back).
   const levels = options.logger ?? ['error'];
-  const app = await Test.createTestingModule({ imports: [TestAppModule] })
-    .setLogger(new ConsoleLogger({ logLevels: levels === false ? [] : levels }))
-    .compile();
   try {
+    const app = await Test.createTestingModule({ imports: [TestAppModule] })
+      .setLogger(new ConsoleLogger({ logLevels: levels === false ? [] : levels }))
+      .compile();
     await app.init();
+    return app;
   } catch (error) {
-    // Nest runs no shutdown hooks for an application whose initialisation failed: close its
-    // connections here, so none outlives the test.
-    await app.get(DataSource).destroy().catch(() => undefined);
-    await app.get(AmqpConnection).managedConnection.close().catch(() => undefined);
+    // Nest runs no shutdown hooks for an application whose initialisation failed, and there is no
+    // application at all when a provider failed while being created (as start-up checks of the
+    // tables do): close its connections here, so none outlives the test.
+    if (dataSource?.isInitialized) await dataSource.destroy().catch(() => undefined);
+    await rabbitConnection(connectionName)?.managedConnection.close().catch(() => undefined);
     throw error;
   }
-  return app;
+}
+
+/** golevelup's connection of `name`, from the process-wide registry where it keeps them. */
+function rabbitConnection(name: string): AmqpConnection | undefined {
+  return (RabbitMQModule as unknown as { connectionManager: AmqpConnectionManager }).connectionManager.getConnection(name);
 }
 
 function withDriverOptions(dataSource: DataSourceOptions, driverOptions: Record<string, unknown> = {}): TypeOrmModuleOptions {

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DatabaseDialect, TableDdl } from '../database-dialect';
+import { DatabaseDialect, IdentifierLimit, SqlQuery, TableDdl, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
 import { OutboxDialect } from '../outbox-dialect';
 import { MysqlClaimStrategy } from './mysql-claim';
@@ -19,6 +19,7 @@ import { SkipLockedClaim } from './mysql-skip-locked-claim';
 export class MysqlDialect implements DatabaseDialect {
   readonly description: string;
   readonly opensWorkerPool = true;
+  readonly identifierLimit: IdentifierLimit;
 
   /** @param claimStrategy how rows are claimed; by default the best the server supports */
   constructor(
@@ -26,6 +27,16 @@ export class MysqlDialect implements DatabaseDialect {
     readonly claimStrategy: MysqlClaimStrategy = defaultClaimStrategy(server),
   ) {
     this.description = `${server.flavor} ${server.version} (${claimStrategy.name})`;
+    const database = server.flavor === 'mariadb' ? 'MariaDB' : 'MySQL';
+    this.identifierLimit = { database, max: 64, unit: 'characters', beyond: 'refuses longer identifiers, so creating the table would fail' };
+  }
+
+  /** The table in the DataSource's database (the connection's current one). */
+  tableColumnsQuery(table: TableLocation): SqlQuery {
+    return {
+      sql: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?',
+      params: [table.schema ?? null, table.name],
+    };
   }
 
   outbox(quotedTable: string): OutboxDialect {

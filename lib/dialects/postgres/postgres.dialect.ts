@@ -1,4 +1,4 @@
-import { DatabaseDialect } from '../database-dialect';
+import { DatabaseDialect, IdentifierLimit, SqlQuery, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
 import { OutboxDialect } from '../outbox-dialect';
 import { PostgresInboxDialect } from './postgres-inbox.dialect';
@@ -9,6 +9,13 @@ import { postgresInboxTableDdl, postgresOutboxTableDdl } from './postgres-schema
 export class PostgresDialect implements DatabaseDialect {
   readonly description = 'postgres';
   readonly opensWorkerPool = true;
+  /** NAMEDATALEN - 1. */
+  readonly identifierLimit: IdentifierLimit = {
+    database: 'PostgreSQL',
+    max: 63,
+    unit: 'bytes',
+    beyond: 'truncates longer identifiers without an error, so the index names of a longer table name would collide',
+  };
 
   /** `synchronous_commit=off` as a startup parameter, after any the application passes. */
   withUnflushedCommits(extra: Record<string, unknown>): Record<string, unknown> {
@@ -22,6 +29,18 @@ export class PostgresDialect implements DatabaseDialect {
 
   inbox(quotedTable: string): InboxDialect {
     return new PostgresInboxDialect(quotedTable);
+  }
+
+  /**
+   * From the catalog, through `to_regclass`: it resolves the name as the library's statements do
+   * (the schema, else the search path), and unlike information_schema it lists every column
+   * whatever the user's column privileges.
+   */
+  tableColumnsQuery(table: TableLocation): SqlQuery {
+    return {
+      sql: 'SELECT attname AS name FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped',
+      params: [table.quoted],
+    };
   }
 
   outboxTableDdl = postgresOutboxTableDdl;

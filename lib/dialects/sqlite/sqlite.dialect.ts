@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { OutboxError } from '../../errors';
-import { DatabaseDialect } from '../database-dialect';
+import { DatabaseDialect, SqlQuery, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
 import { OutboxDialect } from '../outbox-dialect';
 import { SqliteConnection, sqliteConnectionOf } from './sqlite-connection';
@@ -39,6 +39,12 @@ export class SqliteDialect implements DatabaseDialect {
 
   runTransactionsOneAtATime<T>(work: () => Promise<T>): Promise<T> {
     return this.connection.transactionGate.run(work);
+  }
+
+  tableColumnsQuery(table: TableLocation): SqlQuery {
+    return table.schema
+      ? { sql: 'SELECT name FROM pragma_table_info(?, ?)', params: [table.name, table.schema] }
+      : { sql: 'SELECT name FROM pragma_table_info(?)', params: [table.name] };
   }
 
   outboxTableDdl = sqliteOutboxTableDdl;
