@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { OutboxMessageInvalidError } from '../errors';
+import type { OutboxModuleOptions } from '../options/outbox-module-options';
+import { encodedHeadersSize } from './amqp-header-table';
+import { MAX_ATTEMPTS_LIMIT } from './message-limits';
+import { columnText, refuseLineBreaks, shortStringText } from './message-text';
 import { OutboxMessage } from './outbox-message';
 
 /** The row values of a validated message, ready to insert. */
@@ -15,30 +19,36 @@ export interface NewOutboxRow {
   maxAttempts: number;
 }
 
+/** The module options a message is checked against. */
+export type MessageLimits = Pick<OutboxModuleOptions, 'maxAttempts' | 'maxPayloadBytes'>;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const SHORT_TEXT_MAX = 255;
+const NO_HEADERS = '{}';
 
 /**
  * Checks a message before anything touches the database, so a bad message fails the caller's
- * transaction with a clear error instead of becoming a poison row.
+ * transaction with a clear error instead of becoming a poison row: everything is measured as the
+ * columns of every supported database and amqplib's AMQP encoding measure it (see
+ * `message-limits.ts`). The cheap checks come first, the payload last: it is serialised once and
+ * its text is what gets stored.
+ * @throws OutboxMessageInvalidError naming the field at fault
  */
-export function toNewOutboxRow(message: OutboxMessage, defaultMaxAttempts: number): NewOutboxRow {
+export function toNewOutboxRow(message: OutboxMessage, limits: MessageLimits): NewOutboxRow {
   if (message === null || typeof message !== 'object') throw new OutboxMessageInvalidError('message must be an object');
-  const type = requiredText('type', message.type);
-  const exchange = text('exchange', message.exchange, true);
-  const routingKey = text('routingKey', message.routingKey, true);
-  const bizKey = optionalText('bizKey', message.bizKey);
-  const orderingKey = optionalText('orderingKey', message.orderingKey);
+  const type = shortStringText('type', message.type, false);
+  const exchange = shortStringText('exchange', message.exchange, true);
+  const routingKey = shortStringText('routingKey', message.routingKey, true);
+  if (exchange === '') refuseLineBreaks('routingKey', routingKey, 'queue');
+  else refuseLineBreaks('exchange', exchange, 'exchange');
+  const bizKey = optionalColumnText('bizKey', message.bizKey);
+  const orderingKey = optionalColumnText('orderingKey', message.orderingKey);
   const messageId = message.messageId ?? randomUUID();
   if (typeof messageId !== 'string' || !UUID.test(messageId)) {
-    throw new OutboxMessageInvalidError(`messageId must be a UUID, got ${JSON.stringify(messageId)}`);
+    throw new OutboxMessageInvalidError(`messageId must be a UUID, got ${describe(messageId)}`, 'messageId');
   }
-  const maxAttempts = message.maxAttempts ?? defaultMaxAttempts;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw new OutboxMessageInvalidError('maxAttempts must be a positive integer');
-  }
-  if (message.headers !== undefined && (message.headers === null || typeof message.headers !== 'object' || Array.isArray(message.headers))) {
-    throw new OutboxMessageInvalidError('headers must be an object');
+  const maxAttempts = message.maxAttempts ?? limits.maxAttempts;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_ATTEMPTS_LIMIT) {
+    throw new OutboxMessageInvalidError(`maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}, got ${describe(maxAttempts)}`, 'maxAttempts');
   }
   return {
     messageId: messageId.toLowerCase(),
@@ -47,35 +57,66 @@ export function toNewOutboxRow(message: OutboxMessage, defaultMaxAttempts: numbe
     orderingKey,
     exchange,
     routingKey,
-    payload: json('payload', message.payload),
-    headers: json('headers', message.headers ?? {}),
+    headers: headersJson(message.headers),
+    payload: payloadJson(message.payload, limits.maxPayloadBytes),
     maxAttempts,
   };
 }
 
-function json(field: string, value: unknown): string {
-  let serialised: string | undefined;
+function optionalColumnText(field: string, value: unknown): string | null {
+  return value === undefined || value === null ? null : columnText(field, value);
+}
+
+/** Stored as JSON and sent as that JSON parsed back: what is checked is what will be sent. */
+function headersJson(headers: unknown): string {
+  if (headers === undefined) return NO_HEADERS;
+  if (headers === null || typeof headers !== 'object' || Array.isArray(headers)) {
+    throw new OutboxMessageInvalidError('headers must be an object', 'headers');
+  }
+  const json = serialised('headers', headers);
+  if (json === NO_HEADERS) return json;
+  const sent: unknown = JSON.parse(json);
+  if (sent === null || typeof sent !== 'object' || Array.isArray(sent)) {
+    throw new OutboxMessageInvalidError(`headers must serialise to a JSON object, not ${describe(json)}`, 'headers');
+  }
+  encodedHeadersSize(sent);
+  return json;
+}
+
+/**
+ * The payload is sent as the stored JSON text, byte for byte. JSON escapes NUL and lone
+ * surrogates, so any string travels; only the size can be too large.
+ */
+function payloadJson(payload: unknown, maxBytes: number): string {
+  const json = serialised('payload', payload);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: most payloads need no count.
+  if (json.length * 3 > maxBytes) {
+    const bytes = Buffer.byteLength(json);
+    if (bytes > maxBytes) {
+      throw new OutboxMessageInvalidError(
+        `payload is ${bytes} bytes of JSON in UTF-8, more than maxPayloadBytes (${maxBytes}); store large content elsewhere and send a reference`,
+        'payload',
+      );
+    }
+  }
+  return json;
+}
+
+function serialised(field: 'payload' | 'headers', value: unknown): string {
+  let json: string | undefined;
   try {
-    serialised = JSON.stringify(value);
+    json = JSON.stringify(value);
   } catch (error) {
-    throw new OutboxMessageInvalidError(`${field} is not JSON-serialisable: ${(error as Error).message}`);
+    const reason = error instanceof RangeError && /call stack/i.test(error.message) ? 'is nested too deeply to serialise as JSON' : 'is not JSON-serialisable';
+    throw new OutboxMessageInvalidError(`${field} ${reason}: ${error instanceof Error ? error.message : String(error)}`, field);
   }
-  if (serialised === undefined) throw new OutboxMessageInvalidError(`${field} is not JSON-serialisable`);
-  return serialised;
+  if (json === undefined) throw new OutboxMessageInvalidError(`${field} is not JSON-serialisable`, field);
+  return json;
 }
 
-function text(field: string, value: unknown, allowEmpty: boolean): string {
-  if (typeof value !== 'string' || (!allowEmpty && value.length === 0)) {
-    throw new OutboxMessageInvalidError(`${field} must be a${allowEmpty ? '' : ' non-empty'} string`);
-  }
-  if (value.length > SHORT_TEXT_MAX) throw new OutboxMessageInvalidError(`${field} is longer than ${SHORT_TEXT_MAX} characters`);
-  return value;
-}
-
-function requiredText(field: string, value: unknown): string {
-  return text(field, value, false);
-}
-
-function optionalText(field: string, value: unknown): string | null {
-  return value === undefined || value === null ? null : requiredText(field, value);
+/** A value quoted in an error message: short, and printable whatever it holds. */
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  return value === null ? 'null' : `a ${typeof value}`;
 }

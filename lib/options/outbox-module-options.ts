@@ -1,4 +1,5 @@
 import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_ATTEMPTS_LIMIT, MAX_PAYLOAD_BYTES_LIMIT } from '../message/message-limits';
 
 /**
  * Runtime options of `OutboxModule.forRoot()`/`forRootAsync()`. Every field has a default;
@@ -48,9 +49,18 @@ export class OutboxModuleOptions {
   @IsInt() @Min(100)
   sendTimeoutMs = 10_000;
 
-  /** Failed attempts after which a message goes to MANUAL_REQUIRED. */
-  @IsInt() @Min(1) @Max(1_000)
+  /** Failed attempts after which a message goes to MANUAL_REQUIRED. A message's own `maxAttempts` has the same bounds. */
+  @IsInt() @Min(1) @Max(MAX_ATTEMPTS_LIMIT)
   maxAttempts = 10;
+
+  /**
+   * Largest payload `publish()` accepts, in bytes of its UTF-8 JSON text; larger ones are refused
+   * with `OutboxMessageInvalidError`. Every byte is stored and sent again on each retry. MariaDB's
+   * default `max_allowed_packet` (16 MiB) caps what it can insert; RabbitMQ's default
+   * `max_message_size` (128 MiB) caps the option.
+   */
+  @IsInt() @Min(1) @Max(MAX_PAYLOAD_BYTES_LIMIT)
+  maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
 
   /** First retry delay; doubles with every attempt up to `backoffMaxMs`. */
   @IsInt() @Min(1)

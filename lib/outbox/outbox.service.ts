@@ -28,10 +28,10 @@ export class OutboxService {
    * Publishing the same `(type, bizKey)` or `messageId` twice is a no-op reported as
    * `duplicate: true`.
    * @throws OutboxOutsideTransactionError when no transaction is active
-   * @throws OutboxMessageInvalidError when the message cannot be stored as given
+   * @throws OutboxMessageInvalidError when the message cannot be stored or sent as given (its `field` names what)
    */
   async publish<TPayload>(message: OutboxMessage<TPayload>, options?: OutboxWriteOptions): Promise<PublishResult> {
-    const row = toNewOutboxRow(message, this.options.maxAttempts);
+    const row = toNewOutboxRow(message, this.options);
     const manager = this.transactionManager('publish', options);
     if (!(await this.dialect.insert(manager, row))) {
       const existing = await this.dialect.findDuplicateMessageId(manager, row);

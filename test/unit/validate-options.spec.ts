@@ -37,6 +37,13 @@ describe('validateOutboxOptions', () => {
     expect(problemsOf({ isFatalError: 'yes' })).toEqual(['isFatalError must be a function']);
   });
 
+  it('bounds maxPayloadBytes by RabbitMQ’s default message size, 1 MiB by default', () => {
+    expect(validateOutboxOptions(undefined).maxPayloadBytes).toBe(1_048_576);
+    expect(validateOutboxOptions({ maxPayloadBytes: 134_217_728 }).maxPayloadBytes).toBe(134_217_728);
+    expect(problemsOf({ maxPayloadBytes: 0 })).toEqual([expect.stringMatching(/^maxPayloadBytes must not be less than 1/)]);
+    expect(problemsOf({ maxPayloadBytes: 134_217_729 })).toEqual([expect.stringMatching(/^maxPayloadBytes must not be greater than 134217728/)]);
+  });
+
   it('reports every bad option at once, and unknown ones by name', () => {
     const problems = problemsOf({ batchSize: -1, maxAttempts: 0, batchsize: 5 });
     expect(problems).toEqual(
