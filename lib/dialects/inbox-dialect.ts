@@ -27,6 +27,20 @@ export type InboxAcquisition =
   /** Already handled (or being handled, or given up on): skip the handler. */
   | { kind: 'duplicate'; status: MessageStatus };
 
+/** An inbox row's state after an attempt was recorded on it. */
+export interface RecordedAttempt {
+  status: MessageStatus;
+  attempts: number;
+}
+
+/** What the row of a handler that started and may never finish says (`InboxDialect.markStarted`). */
+export interface StartedNotes {
+  /** `last_error` while the handler runs: it stays if the process dies before the handler ends. */
+  started: string;
+  /** `last_error` when the attempts are used up and the delivery is given up without running. */
+  gaveUp: string;
+}
+
 /** A deferred inbox row claimed for processing. */
 export interface ClaimedInboxMessage extends AttemptedClaim {
   consumer: string;
@@ -43,15 +57,29 @@ export interface InboxDialect extends StateTable {
   /**
    * Transactional mode, inside the handler's transaction: records the delivery as DONE unless
    * this consumer already has it (by message id or by type + bizKey). A concurrent delivery of
-   * the same message waits for this transaction and then finds it.
+   * the same message waits for this transaction and then finds it. `startMarked`: this delivery's
+   * `markStarted` counted the attempt that is now succeeding, so taking over the FAILED row
+   * uncounts it (`attempts` of a DONE row counts the attempts that failed or never finished).
    */
-  acquire(manager: EntityManager, row: InboxRow): Promise<InboxAcquisition>;
+  acquire(manager: EntityManager, row: InboxRow, startMarked?: boolean): Promise<InboxAcquisition>;
+  /**
+   * Transactional mode, before the handler of a redelivered message runs, in a short transaction
+   * of its own: counts the attempt that is starting on the row of `(consumer, messageId)`
+   * (creating it FAILED with `attempts = 1`), with `notes.started` as its `last_error`, so that a
+   * handler that takes its process down is counted although it never throws. A row that already
+   * used `max_attempts` becomes MANUAL_REQUIRED (`notes.gaveUp`) instead, and the handler must not
+   * run. Returns the row's new state, or undefined when the delivery is a duplicate (the row is
+   * not FAILED, or another row holds its type + bizKey): nothing was written.
+   */
+  markStarted(dataSource: DataSource, row: InboxRow, notes: StartedNotes): Promise<RecordedAttempt | undefined>;
   /**
    * Records a failed attempt outside the rolled-back transaction, so the attempt count survives
-   * redeliveries: FAILED, or MANUAL_REQUIRED when `fatal` or out of attempts. Returns the new
-   * status and attempt count, or undefined when the delivery was meanwhile handled (a duplicate).
+   * redeliveries: FAILED, or MANUAL_REQUIRED when `fatal` or out of attempts. `attemptCounted`:
+   * `markStarted` already counted this attempt, so only the error and the status change. Returns
+   * the new status and attempt count, or undefined when the delivery was meanwhile handled (a
+   * duplicate).
    */
-  recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<{ status: MessageStatus; attempts: number } | undefined>;
+  recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean, attemptCounted?: boolean): Promise<RecordedAttempt | undefined>;
   /** Deferred mode: stores the delivery PENDING unless this consumer already has it; true when stored. */
   insertPending(dataSource: DataSource, row: InboxRow): Promise<boolean>;
   /** Claims due rows of the given consumers. */

@@ -1,8 +1,11 @@
 import type { ConsumeMessage } from 'amqplib';
 import { createHash, randomUUID } from 'node:crypto';
+import { isUtf8 } from 'node:buffer';
 import { InboxRow } from '../dialects/inbox-dialect';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { MalformedBody } from './malformed-body';
+import { printable } from './printable';
+import { storableText, unstorableReason } from './storable-text';
 
 const KEY_MAX = 255;
 
@@ -16,7 +19,8 @@ export interface IdentifiedDelivery {
 /**
  * Decides the dedupe identity of a delivery: the AMQP `messageId`, plus the handler's `bizKey`;
  * a content hash only where the handler opted in. Rejects what cannot be processed safely
- * (malformed body, no identity, over-long keys) while keeping its body for an operator.
+ * (malformed body, no identity, identity text the inbox cannot store or over-long keys) while
+ * keeping its body for an operator; a rejected delivery's row holds only storable text.
  */
 export function identifyDelivery(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, maxBodyBytes: number): IdentifiedDelivery {
   const properties = message.properties ?? {};
@@ -24,52 +28,88 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
   const rejections: string[] = [];
   if (payload instanceof MalformedBody) rejections.push(payload.reason);
   if (body.length > maxBodyBytes) rejections.push(`the body has ${body.length} bytes, more than inboxMaxBodyBytes (${maxBodyBytes})`);
+  if (handler.mode === 'deferred' && handler.customDeserializer && rejections.length === 0 && !isFaithfulText(body)) {
+    // The row keeps the body as text: the worker's deserializer would get other bytes.
+    rejections.push(`the body is not UTF-8 text without NUL characters, and consumer "${handler.consumer}" is deferred with a deserializer of its own, which would get other bytes from the stored text; use mode 'transactional' for binary bodies`);
+  }
 
-  let bizKey: string | null = null;
-  if (handler.bizKey && rejections.length === 0) {
-    try {
-      bizKey = handler.bizKey(payload, message) ?? null;
-    } catch (error) {
-      rejections.push(`the bizKey extractor threw: ${(error as Error).message}`);
-    }
-  }
-  let orderingKey: string | null = null;
-  if (handler.orderingKey && rejections.length === 0) {
-    try {
-      orderingKey = handler.orderingKey(payload, message) ?? null;
-    } catch (error) {
-      rejections.push(`the orderingKey extractor threw: ${(error as Error).message}`);
-    }
-  }
+  const bizKey = rejections.length === 0 ? extractKey('bizKey', handler.bizKey, payload, message, rejections) : null;
+  const orderingKey = rejections.length === 0 ? extractKey('orderingKey', handler.orderingKey, payload, message, rejections) : null;
   const type = typeof properties.type === 'string' ? properties.type : '';
-  let messageId = typeof properties.messageId === 'string' && properties.messageId.length > 0 ? properties.messageId : null;
+  const wireId = typeof properties.messageId === 'string' && properties.messageId.length > 0 ? properties.messageId : null;
+  let messageId = wireId;
   if (!messageId && bizKey) messageId = `bizkey:${type}:${bizKey}`;
   if (!messageId && handler.messageIdFallback === 'content-hash') messageId = `sha256:${createHash('sha256').update(body).digest('hex')}`;
   // Reported only when nothing else is wrong: a malformed body never reaches the bizKey extractor.
   if (!messageId && rejections.length === 0) {
     rejections.push(`the message has no messageId, and consumer "${handler.consumer}" has no bizKey extractor or messageIdFallback to dedupe it by`);
   }
+  const unstorable = new Set<string>();
+  for (const [name, value] of [['messageId', messageId], ['type', type]] as const) {
+    const reason = value ? unstorableReason(value) : undefined;
+    if (reason) {
+      unstorable.add(name);
+      rejections.push(`${name} ${reason}: "${printable(value)}"`);
+    }
+  }
   for (const [name, value] of [['messageId', messageId], ['bizKey', bizKey], ['orderingKey', orderingKey], ['type', type]] as const) {
-    if (value && value.length > KEY_MAX) rejections.push(`${name} is longer than ${KEY_MAX} characters`);
+    if (value && value.length > KEY_MAX) {
+      unstorable.add(name);
+      rejections.push(`${name} is longer than ${KEY_MAX} characters`);
+    }
   }
   const rejected = rejections.length > 0;
   return {
     row: {
       consumer: handler.consumer,
       // A rejected delivery still gets a row of its own, keyed so it cannot collide.
-      messageId: rejected && (!messageId || messageId.length > KEY_MAX) ? `rejected:${randomUUID()}` : messageId!,
-      type: type.length <= KEY_MAX ? type : '',
-      bizKey: bizKey && bizKey.length <= KEY_MAX ? bizKey : null,
-      orderingKey: orderingKey && orderingKey.length <= KEY_MAX ? orderingKey : null,
-      exchange: message.fields?.exchange ?? '',
-      routingKey: message.fields?.routingKey ?? '',
-      // PostgreSQL text cannot hold NUL characters; anything else is kept as received.
-      payload: body.length > maxBodyBytes ? '' : body.toString('utf8').replace(/\u0000/g, '\uFFFD'),
+      messageId: rejected && (!messageId || unstorable.has('messageId')) ? `rejected:${randomUUID()}` : messageId!,
+      type: unstorable.has('type') ? storableText(type).slice(0, KEY_MAX) : type,
+      bizKey: rejected ? null : bizKey,
+      orderingKey: rejected ? null : orderingKey,
+      // Not part of the identity: kept as storable text, the delivery is processed all the same.
+      exchange: storableText(message.fields?.exchange ?? '').slice(0, KEY_MAX),
+      routingKey: storableText(message.fields?.routingKey ?? '').slice(0, KEY_MAX),
+      payload: body.length > maxBodyBytes ? '' : storableText(body.toString('utf8')),
       headers: safeJson(properties.headers ?? {}),
       maxAttempts: handler.maxAttempts,
     },
     rejection: rejected ? rejections.join('; ') : undefined,
   };
+}
+
+/** Runs a key extractor; a throw, a non-string or text the inbox cannot store is a rejection. */
+function extractKey(
+  name: 'bizKey' | 'orderingKey',
+  extractor: ((payload: any, message: ConsumeMessage) => string | undefined) | undefined,
+  payload: unknown,
+  message: ConsumeMessage,
+  rejections: string[],
+): string | null {
+  if (!extractor) return null;
+  let value: unknown;
+  try {
+    value = extractor(payload, message);
+  } catch (error) {
+    rejections.push(`the ${name} extractor threw: ${(error as Error)?.message ?? String(error)}`);
+    return null;
+  }
+  if (value === undefined || value === null || value === '') return null;
+  if (typeof value !== 'string') {
+    rejections.push(`the ${name} extractor returned a ${typeof value}, not a string`);
+    return null;
+  }
+  const reason = unstorableReason(value);
+  if (reason) {
+    rejections.push(`${name} ${reason}: "${printable(value)}"`);
+    return null;
+  }
+  return value;
+}
+
+/** Whether `body.toString('utf8')`, stored and read back, gives these very bytes. */
+function isFaithfulText(body: Buffer): boolean {
+  return isUtf8(body) && !body.includes(0);
 }
 
 function safeJson(value: unknown): string {

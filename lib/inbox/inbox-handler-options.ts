@@ -47,8 +47,16 @@ export interface InboxHandlerDefinition {
   messageIdFallback?: 'content-hash';
   maxAttempts: number;
   orderingKey?: InboxHandlerOptions['orderingKey'];
-  /** Calls the business method itself (deferred mode), bypassing the interceptor. */
+  /**
+   * Deferred mode: calls the handler as golevelup would, through Nest's chain for the method
+   * (guards, interceptors, the inbox interceptor, pipes, parameter decorators). Register the
+   * replay first (`deferred-replay.ts`): the inbox interceptor hands the rest of the chain to it.
+   */
   invoke(payload: unknown, message: ConsumeMessage, headers: Record<string, unknown> | undefined): Promise<unknown>;
+  /** The deserializer golevelup uses for this handler, made never to throw (`safeDeserializer`). */
+  deserialize?: (content: Buffer, message: ConsumeMessage) => unknown;
+  /** Whether `@RabbitSubscribe()` gave the handler a deserializer of its own (not `JSON.parse`). */
+  customDeserializer?: boolean;
   /**
    * Set when Nest would run nothing between the inbox interceptor and the business method
    * (`runsMethodAlone`): calls `method`, as Nest holds it, on the provider with `args`, as Nest's

@@ -1,31 +1,40 @@
 import { RABBIT_HANDLER, RabbitHandlerConfig } from '@golevelup/nestjs-rabbitmq';
 import { TransactionHost } from '@nestjs-cls/transactional';
-import { Inject, Injectable, OnModuleInit, Optional, Scope } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { Inject, Injectable, Logger, OnModuleInit, Optional, Scope } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
+import { ExternalContextCreator } from '@nestjs/core/helpers/external-context-creator';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { ConsumeMessage } from 'amqplib';
 import { OutboxError } from '../errors';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { callAsNest, runsMethodAlone } from './direct-call';
-import { CONSUMER_NAME_MAX_LENGTH, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
+import { guardedErrorHandler } from './guarded-error-handler';
+import { CONSUMER_NAME_MAX_LENGTH, DECLARED_RABBIT_HANDLER, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
 import { InboxHandlerDefinition, InboxHandlerOptions } from './inbox-handler-options';
 import { safeDeserializer } from './malformed-body';
+import { nestHandlerChain, NestHandlerChain } from './nest-handler-chain';
+import { resolveSubscription } from './subscription-settings';
 
 /**
  * Finds `@InboxHandler()` methods at module init (before golevelup subscribes them at
  * bootstrap), checks each is a plain `@RabbitSubscribe` handler on a singleton with a unique
  * consumer name, and prepares it: a deserializer that never throws (so a malformed body reaches
- * the inbox instead of being requeued forever) and the resolved definition the interceptor and
- * the deferred worker use, including whether the interceptor may call the method directly.
+ * the inbox instead of being requeued forever), an error handler that never throws (so a
+ * delivery settled on a closed channel does not end the process), and the resolved definition the
+ * interceptor and the deferred worker use, including whether the interceptor may call the method
+ * directly and the Nest handler chain the worker runs deferred deliveries through.
  */
 @Injectable()
 export class InboxHandlerExplorer implements OnModuleInit {
+  private readonly logger = new Logger('InboxHandler');
   private readonly handlers = new Map<string, InboxHandlerDefinition>();
 
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
+    private readonly moduleRef: ModuleRef,
+    private readonly contextCreator: ExternalContextCreator,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Optional() private readonly transactionHost?: TransactionHost,
   ) {}
@@ -52,7 +61,8 @@ export class InboxHandlerExplorer implements OnModuleInit {
     if (!this.transactionHost) {
       throw new OutboxError(`${where} runs handlers in transactions: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)`);
     }
-    const rabbit = Reflect.getMetadata(RABBIT_HANDLER, method) as RabbitHandlerConfig | undefined;
+    // As the decorator wrote it: an application started before in this process rewrote RABBIT_HANDLER.
+    const rabbit = (Reflect.getMetadata(DECLARED_RABBIT_HANDLER, method) ?? Reflect.getMetadata(RABBIT_HANDLER, method)) as RabbitHandlerConfig | undefined;
     if (!rabbit) throw new OutboxError(`${where} needs @RabbitSubscribe() on the same method`);
     if (rabbit.type !== 'subscribe') throw new OutboxError(`${where}: RPC handlers cannot be inbox handlers (their reply is the effect)`);
     if (rabbit.batchOptions) throw new OutboxError(`${where}: batch subscribers are not supported`);
@@ -60,8 +70,8 @@ export class InboxHandlerExplorer implements OnModuleInit {
       throw new OutboxError(`${where}: the provider must be a singleton (not request-scoped or transient)`);
     }
     const consumer = options.consumer ?? `${wrapper.metatype!.name}.${methodName}`;
-    if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH) {
-      throw new OutboxError(`${where}: consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters (the inbox table's column)`);
+    if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || consumer.includes('\u0000')) {
+      throw new OutboxError(`${where}: consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters without NUL (the inbox table's column)`);
     }
     if (this.handlers.has(consumer)) throw new OutboxError(`${where}: consumer name "${consumer}" is already used by another inbox handler`);
     const maxAttempts = options.maxAttempts ?? this.options.maxAttempts;
@@ -74,6 +84,10 @@ export class InboxHandlerExplorer implements OnModuleInit {
       throw new OutboxError(`${where}: orderingKey needs mode 'deferred'`);
     }
 
+    const subscription = resolveSubscription(this.moduleRef, rabbit, where);
+    const deserialize = safeDeserializer(rabbit.deserializer);
+    const businessMethod = method as (...args: unknown[]) => unknown;
+    let chain: NestHandlerChain | undefined;
     const definition: InboxHandlerDefinition = {
       consumer,
       mode: options.mode ?? 'transactional',
@@ -81,16 +95,24 @@ export class InboxHandlerExplorer implements OnModuleInit {
       messageIdFallback: options.messageIdFallback,
       orderingKey: options.orderingKey,
       maxAttempts,
-      invoke: async (payload: unknown, message: ConsumeMessage, headers: Record<string, unknown> | undefined) => {
-        const instance = wrapper.instance as Record<string, (...args: unknown[]) => unknown>;
-        return instance[methodName](payload, message, headers);
+      // Built at the first deferred run, long after every enhancer (global ones included) is registered.
+      invoke: (payload: unknown, message: ConsumeMessage, headers: Record<string, unknown> | undefined) => {
+        chain ??= nestHandlerChain(this.contextCreator, wrapper.instance as object, methodName, businessMethod);
+        return chain(payload, message, headers);
       },
+      deserialize,
+      customDeserializer: rabbit.deserializer !== undefined,
       callDirectly: runsMethodAlone(wrapper.metatype!, methodName, method)
         ? (callback, args) => callAsNest(callback, wrapper.instance, args)
         : undefined,
     };
     this.handlers.set(consumer, definition);
     Reflect.defineMetadata(INBOX_HANDLER_DEFINITION, definition, method);
-    Reflect.defineMetadata(RABBIT_HANDLER, { ...rabbit, deserializer: safeDeserializer(rabbit.deserializer) }, method);
+    Reflect.defineMetadata(DECLARED_RABBIT_HANDLER, rabbit, method);
+    Reflect.defineMetadata(
+      RABBIT_HANDLER,
+      { ...rabbit, deserializer: deserialize, errorHandler: guardedErrorHandler(subscription.errorHandler, `${wrapper.metatype!.name}.${methodName}`, this.logger) },
+      method,
+    );
   }
 }

@@ -1,8 +1,8 @@
 import { Nack } from '@golevelup/nestjs-rabbitmq';
 import { TransactionHost } from '@nestjs-cls/transactional';
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import type { ConsumeMessage } from 'amqplib';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { InboxDialect, InboxRow } from '../dialects/inbox-dialect';
 import { OutboxError } from '../errors';
@@ -11,14 +11,21 @@ import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../outbox.con
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
 import { classifyFailure, describeError } from '../retry/error-classifier';
+import { DeliveryHolds } from './delivery-holds';
 import { identifyDelivery } from './identify-delivery';
 import { InboxHandlerDefinition } from './inbox-handler-options';
+import { STARTED_NOTES } from './inbox.messages';
 import { InboxWakeup } from './inbox-wakeup';
+import { printable } from './printable';
+import { RecordingFallback } from './recording-fallback';
+import { isRedelivery } from './redelivery';
+import { allConnections } from './subscription-settings';
+import { deliveryKey } from './unrecordable-delivery';
 
-/** Pause before handing a delivery back when even recording its failure failed (database down). */
-const INFRASTRUCTURE_RETRY_DELAY_MS = 1_000;
 /** Longest a failed delivery is held before it goes back to the broker (transactional mode). */
 const MAX_REDELIVERY_DELAY_MS = 5_000;
+/** Pause before handing back a delivery whose handling failed unexpectedly. */
+const UNEXPECTED_FAILURE_DELAY_MS = 1_000;
 
 /**
  * Receives deliveries for `@InboxHandler()` methods. Returns `undefined` to acknowledge, or a
@@ -26,102 +33,171 @@ const MAX_REDELIVERY_DELAY_MS = 5_000;
  * (the delivery is kept in the inbox as MANUAL_REQUIRED first, so nothing vanishes).
  */
 @Injectable()
-export class InboxService {
+export class InboxService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('InboxHandler');
   private readonly backoff: BackoffPolicy;
+  private readonly holds = new DeliveryHolds();
+  private readonly fallback: RecordingFallback;
 
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(INBOX_DIALECT) private readonly dialect: InboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly wakeup: InboxWakeup,
+    private readonly moduleRef: ModuleRef,
     @Optional() private readonly transactionHost?: TransactionHost,
   ) {
     this.backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs, jitter: options.backoffJitter };
+    this.fallback = new RecordingFallback(dataSource, dialect, this.holds, this.logger);
   }
 
-  /** True when `@Transactional()` support is configured, as transactional handlers need. */
-  get hasTransactionHost(): boolean {
-    return this.transactionHost !== undefined;
+  /** Held deliveries end early when a connection of golevelup's (they may have come on) drops. */
+  onApplicationBootstrap(): void {
+    for (const connection of allConnections(this.moduleRef)) {
+      if (connection.managedConnection) this.holds.watch(connection.managedConnection);
+    }
   }
 
-  async receive(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
+  /** Hands held deliveries back now, while their channels are still open, instead of after their backoff. */
+  beforeApplicationShutdown(): void {
+    this.holds.close();
+  }
+
+  /**
+   * Decides what becomes of one delivery. Never rejects: golevelup would pass a rejection to the
+   * subscription's error handler, and a failure here must not depend on what that does.
+   */
+  receive(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
+    return this.handle(handler, payload, message, run).catch((error: unknown) => this.unexpected(handler, message, error));
+  }
+
+  private async handle(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
     const { row, rejection } = identifyDelivery(handler, payload, message, this.options.inboxMaxBodyBytes);
-    if (rejection) return this.reject(row, rejection);
-    return handler.mode === 'deferred' ? this.store(row) : this.processInTransaction(row, run);
+    if (rejection) return this.reject(row, message, rejection);
+    return handler.mode === 'deferred' ? this.store(row, message) : this.processInTransaction(row, message, run);
   }
 
-  /** Transactional mode: the inbox mark and the handler's effects commit together, then ack. */
-  private async processInTransaction(row: InboxRow, run: () => Promise<unknown>): Promise<Nack | undefined> {
+  /**
+   * Transactional mode: the inbox mark and the handler's effects commit together, then ack. A
+   * redelivery first commits a mark that counts the attempt: a handler that takes its process
+   * down never throws, and would otherwise be delivered again forever.
+   */
+  private async processInTransaction(row: InboxRow, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
+    const start = isRedelivery(message) ? await this.markStarted(row, message) : { marked: false };
+    if (start instanceof Nack) return start;
+    const startMarked = start.marked;
     const txHost = this.requireTransactionHost();
     const transaction = () =>
       txHost.withTransaction(async () => {
         // A row born DONE keeps no body: nobody reads a processed body again, and a kilobyte less
         // per delivery is write volume the handler's transaction does not pay. A failed attempt
         // stores the body (recordFailure), for the operator.
-        const acquired = await this.dialect.acquire(txHost.tx as never, { ...row, payload: '', headers: '{}' });
+        const acquired = await this.dialect.acquire(txHost.tx as never, { ...row, payload: '', headers: '{}' }, startMarked);
         if (acquired.kind === 'process') await run();
         else if (acquired.status === MessageStatus.MANUAL_REQUIRED) {
           // Not silent: a replay (e.g. from the dead-letter queue) needs the row requeued first.
-          this.logger.warn(`${row.consumer} skipped message ${row.messageId}: it was given up earlier (MANUAL_REQUIRED); set its inbox row to FAILED to process a redelivery`);
+          this.logger.warn(
+            `${printable(row.consumer)} skipped message ${printable(row.messageId)}: it was given up earlier (MANUAL_REQUIRED); set its inbox row to FAILED to process a redelivery`,
+          );
         }
       });
     try {
       // On a single-connection database (SQLite), concurrent deliveries' transactions would nest.
       await (this.dialect.runTransactionsOneAtATime ? this.dialect.runTransactionsOneAtATime(transaction) : transaction());
-      return undefined;
     } catch (error) {
-      return this.failed(row, error);
+      return this.failed(row, message, error, startMarked);
     }
+    this.recorded(row, message);
+    return undefined;
+  }
+
+  /**
+   * Counts the attempt a redelivery is about to start. `marked`: counted (false for a duplicate,
+   * which the transaction then finds); a Nack when the attempts are used up or nothing could be
+   * recorded.
+   */
+  private async markStarted(row: InboxRow, message: ConsumeMessage): Promise<{ marked: boolean } | Nack> {
+    let mark;
+    try {
+      mark = await this.dialect.markStarted(this.dataSource, row, STARTED_NOTES);
+    } catch (error) {
+      return this.fallback.recordingFailed(row, message, error, 'counting the attempt about to start');
+    }
+    this.recorded(row, message);
+    if (mark?.status === MessageStatus.MANUAL_REQUIRED) {
+      this.logger.error(
+        `${printable(row.consumer)} gave up on message ${printable(row.messageId)} without running the handler (MANUAL_REQUIRED, dead-lettered): its ${mark.attempts} attempts are used up, and the last one started and never finished, probably because its process died`,
+      );
+      return new Nack(false);
+    }
+    return { marked: mark !== undefined };
   }
 
   /** Deferred mode: stored PENDING and acknowledged; the inbox worker runs the handler. */
-  private async store(row: InboxRow): Promise<Nack | undefined> {
+  private async store(row: InboxRow, message: ConsumeMessage): Promise<Nack | undefined> {
+    let stored: boolean;
     try {
-      if (await this.dialect.insertPending(this.dataSource, row)) this.wakeup.wake();
-      return undefined;
+      stored = await this.dialect.insertPending(this.dataSource, row);
     } catch (error) {
-      this.logger.error(`Could not store a delivery for ${row.consumer}: ${describeError(error, 500)}; it goes back to the broker`);
-      await sleep(INFRASTRUCTURE_RETRY_DELAY_MS);
-      return new Nack(true);
+      return this.fallback.recordingFailed(row, message, error, 'storing it');
     }
+    this.recorded(row, message);
+    if (stored) this.wakeup.wake();
+    return undefined;
   }
 
-  private async failed(row: InboxRow, error: unknown): Promise<Nack | undefined> {
-    let status: { status: MessageStatus; attempts: number } | undefined;
+  private async failed(row: InboxRow, message: ConsumeMessage, error: unknown, attemptCounted: boolean): Promise<Nack | undefined> {
     const fatal = classifyFailure(error, this.options.isFatalError) === 'fatal';
     const description = describeError(error, this.options.lastErrorMaxLength);
+    let status;
     try {
-      status = await this.dialect.recordFailure(this.dataSource, row, description, fatal);
+      status = await this.dialect.recordFailure(this.dataSource, row, description, fatal, attemptCounted);
     } catch (recordError) {
-      // The database itself is failing: the attempt cannot be counted, so the broker keeps the delivery.
-      this.logger.error(`${row.consumer} failed on message ${row.messageId} (${description}), and recording it failed too: ${describeError(recordError, 300)}`);
-      await sleep(INFRASTRUCTURE_RETRY_DELAY_MS);
-      return new Nack(true);
+      return this.fallback.recordingFailed(row, message, recordError, `recording a failed attempt (${describeError(error, 300)})`);
     }
+    this.recorded(row, message);
     if (status === undefined) return undefined; // handled meanwhile by a concurrent delivery
+    const subject = `${printable(row.consumer)} failed on message ${printable(row.messageId)}`;
     if (status.status === MessageStatus.MANUAL_REQUIRED) {
-      this.logger.error(`${row.consumer} gave up on message ${row.messageId} (MANUAL_REQUIRED, dead-lettered): ${description}`);
+      this.logger.error(`${printable(row.consumer)} gave up on message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${description}`);
       return new Nack(false);
     }
     // Hold the delivery for a backoff before handing it back, so a short outage downstream does
-    // not burn every attempt in a second; capped because the delivery occupies a prefetch slot.
+    // not burn every attempt in a second; capped because the delivery occupies a prefetch slot,
+    // and cut short when the connection drops (the broker has taken the delivery back then).
     const delayMs = Math.min(backoffDelayMs(status.attempts, this.backoff), MAX_REDELIVERY_DELAY_MS);
-    this.logger.warn(`${row.consumer} failed on message ${row.messageId} (attempt ${status.attempts}); redelivering in ${delayMs} ms: ${description}`);
-    await sleep(delayMs);
+    this.logger.warn(`${subject} (attempt ${status.attempts}); redelivering in ${delayMs} ms: ${description}`);
+    await this.holds.hold(delayMs);
     return new Nack(true);
   }
 
-  private async reject(row: InboxRow, reason: string): Promise<Nack | undefined> {
+  private async reject(row: InboxRow, message: ConsumeMessage, reason: string): Promise<Nack | undefined> {
     try {
       await this.dialect.recordFailure(this.dataSource, row, reason, true);
     } catch (error) {
-      this.logger.error(`Could not record the rejected message ${row.messageId} for ${row.consumer}: ${describeError(error, 300)}`);
-      await sleep(INFRASTRUCTURE_RETRY_DELAY_MS);
-      return new Nack(true);
+      return this.fallback.recordingFailed(row, message, error, `recording its rejection (${reason})`);
     }
-    this.logger.error(`${row.consumer} rejected message ${row.messageId} (MANUAL_REQUIRED, dead-lettered): ${reason}`);
+    this.recorded(row, message);
+    this.logger.error(`${printable(row.consumer)} rejected message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${reason}`);
     return new Nack(false);
+  }
+
+  /** A recording succeeded: the database is serving, and this delivery's failure streak (if any) ends. */
+  private recorded(row: InboxRow, message: ConsumeMessage): void {
+    this.fallback.recorded(() => deliveryKey(row.consumer, message));
+  }
+
+  /** A failure no step above expected: logged, and the delivery handed back after a pause. */
+  private async unexpected(handler: InboxHandlerDefinition, message: ConsumeMessage, error: unknown): Promise<Nack | undefined> {
+    try {
+      this.logger.error(
+        `${printable(handler.consumer)}: handling message ${printable(message?.properties?.messageId)} failed unexpectedly (${describeError(error, 500)}); handing it back to the broker`,
+      );
+      await this.holds.hold(UNEXPECTED_FAILURE_DELAY_MS);
+    } catch {
+      // Nothing may escape: see receive().
+    }
+    return new Nack(true);
   }
 
   private requireTransactionHost(): TransactionHost {

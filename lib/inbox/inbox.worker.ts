@@ -8,8 +8,13 @@ import { ClaimWorker } from '../engine/claim-worker';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
 import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { NonRetryableError } from '../errors';
+import { describeError } from '../retry/error-classifier';
+import { registerReplay } from './deferred-replay';
 import { InboxHandlerExplorer } from './inbox-handler.explorer';
 import { InboxWakeup } from './inbox-wakeup';
+import { MalformedBody, safeDeserializer } from './malformed-body';
+import { printable } from './printable';
 
 const POLL_INTERVAL_NAME = 'nestjs-outbox:inbox';
 
@@ -18,9 +23,10 @@ class ClaimLostError extends Error {}
 
 /**
  * Runs deferred `@InboxHandler()`s: claims stored deliveries with the same claim / settle /
- * backoff / MANUAL_REQUIRED / stuck-reclaim machinery as the outbox, and runs each handler in a
- * transaction that also settles its row, fenced by the claim token, so a handler whose claim
- * was reclaimed meanwhile commits nothing.
+ * backoff / MANUAL_REQUIRED / stuck-reclaim machinery as the outbox, and runs each through the
+ * handler's Nest chain and deserializer, as golevelup runs a transactional one, with the business
+ * method in a transaction that also settles its row, fenced by the claim token, so a handler
+ * whose claim was reclaimed meanwhile commits nothing.
  */
 @Injectable()
 export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -76,25 +82,60 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
 
   private async processOne(row: ClaimedInboxMessage): Promise<void> {
     const definition = this.explorer.definitions.get(row.consumer)!;
+    const message = asConsumeMessage(row);
+    const payload = (definition.deserialize ?? safeDeserializer())(message.content, message);
+    let outcome: { done: true } | { done: false; error: unknown } | undefined;
+    // The handler's chain (guards, interceptors, pipes) runs as for a delivery from the broker;
+    // the inbox interceptor hands the rest of it to this replay, in a transaction that also
+    // settles the row, fenced by the claim token.
+    registerReplay(message, async (runRest) => {
+      try {
+        await this.runAndSettle(row, runRest);
+        outcome = { done: true };
+      } catch (error) {
+        // Settled by the worker, not thrown on through the chain: as in transactional mode, where
+        // the inbox answers a failed attempt with a Nack, the interceptors around it see no error.
+        outcome = { done: false, error };
+      }
+    });
+    let chainError: unknown;
+    try {
+      if (payload instanceof MalformedBody) throw new NonRetryableError(`the stored body does not deserialize any more: ${payload.reason}`);
+      await definition.invoke(payload, message, row.headers);
+    } catch (error) {
+      chainError = error;
+    }
+    if (outcome?.done) {
+      if (chainError !== undefined) {
+        this.logger.warn(`${printable(row.consumer)}: message ${printable(row.messageId)} was processed, then the handler chain threw: ${describeError(chainError, 300)}`);
+      }
+      return;
+    }
+    // What the transaction threw wins: an interceptor around the inbox may have swallowed it.
+    const error =
+      outcome?.error ??
+      chainError ??
+      new Error('the handler chain returned without reaching @InboxHandler (a guard or an interceptor before it did not call on)');
+    if (error instanceof ClaimLostError) {
+      this.logger.warn(`${printable(row.consumer)}: the claim on message ${printable(row.messageId)} was taken over; its effects were rolled back`);
+      return;
+    }
+    const settlement = failedSettlement(row, error, this.failurePolicy);
+    await this.dialect.settleFailed(this.dataSource, [settlement]);
+    const outcomeText = settlement.status === 'MANUAL_REQUIRED' ? 'gave up (MANUAL_REQUIRED)' : `retrying in ${settlement.delayMs} ms`;
+    this.logger.warn(`${printable(row.consumer)} failed on message ${printable(row.messageId)}, ${outcomeText}: ${settlement.error}`);
+  }
+
+  /** Runs the rest of the handler's chain and settles the row DONE in one transaction, fenced by the claim token. */
+  private async runAndSettle(row: ClaimedInboxMessage, runRest: () => Promise<unknown>): Promise<void> {
     const txHost = this.transactionHost!;
     const transaction = () =>
       txHost.withTransaction(async () => {
-        await definition.invoke(JSON.parse(row.payload), asConsumeMessage(row), row.headers);
+        await runRest();
         if ((await this.dialect.settleDone(txHost.tx as never, [row])) === 0) throw new ClaimLostError();
       });
-    try {
-      // On a single-connection database (SQLite), the concurrent loops' transactions would nest.
-      await (this.dialect.runTransactionsOneAtATime ? this.dialect.runTransactionsOneAtATime(transaction) : transaction());
-    } catch (error) {
-      if (error instanceof ClaimLostError) {
-        this.logger.warn(`${row.consumer}: the claim on message ${row.messageId} was taken over; its effects were rolled back`);
-        return;
-      }
-      const settlement = failedSettlement(row, error, this.failurePolicy);
-      await this.dialect.settleFailed(this.dataSource, [settlement]);
-      const outcome = settlement.status === 'MANUAL_REQUIRED' ? 'gave up (MANUAL_REQUIRED)' : `retrying in ${settlement.delayMs} ms`;
-      this.logger.warn(`${row.consumer} failed on message ${row.messageId}, ${outcome}: ${settlement.error}`);
-    }
+    // On a single-connection database (SQLite), the concurrent loops' transactions would nest.
+    await (this.dialect.runTransactionsOneAtATime ? this.dialect.runTransactionsOneAtATime(transaction) : transaction());
   }
 }
 

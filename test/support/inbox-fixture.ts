@@ -19,6 +19,8 @@ export interface InboxFixtureConfig {
   maxAttempts?: number;
   /** Kill this process right after the handler's transaction commits (before the ack). */
   crash?: 'after-commit' | 'in-handler';
+  /** Print `HANDLER_STARTED <consumer> <messageId>` on stdout each time the handler starts (for tests of child processes). */
+  announceStarts?: boolean;
 }
 
 /** What the handler does, from the message body. */
@@ -66,6 +68,8 @@ function createConsumerClass(config: InboxFixtureConfig, consumer: { name: strin
     })
     @InboxHandler({ consumer: consumer.name, mode: config.mode, maxAttempts: config.maxAttempts, bizKey: (event: FixtureEvent) => event.bizKey })
     async handle(event: FixtureEvent, message: { properties: { messageId?: string } }): Promise<void> {
+      // Written synchronously (stdout is a pipe): the line is out before a crash the handler causes.
+      if (config.announceStarts) process.stdout.write(`HANDLER_STARTED ${consumer.name} ${message.properties.messageId}\n`);
       const key = message.properties.messageId ?? String(event.orderId);
       const attempt = (attempts.get(key) ?? 0) + 1;
       attempts.set(key, attempt);

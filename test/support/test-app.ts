@@ -1,4 +1,4 @@
-import { AmqpConnection, AmqpConnectionManager, RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
+import { AmqpConnection, AmqpConnectionManager, RabbitMQConfig, RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { ConsoleLogger, INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
@@ -64,6 +64,8 @@ export interface TestAppOptions {
    * connection of the same name would replace (and orphan) the first's; each app gets its own.
    */
   connectionName?: string;
+  /** More of golevelup's configuration (e.g. `handlers`, `defaultSubscribeErrorBehavior`), laid over the settings above. */
+  rabbit?: Partial<RabbitMQConfig>;
   logger?: false | ('error' | 'warn' | 'log')[];
 }
 
@@ -98,6 +100,7 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
         name: connectionName,
         uri: options.amqpUrl ?? AMQP_URL,
         connectionInitOptions: { wait: false },
+        ...options.rabbit,
       }),
       OutboxModule.forRoot({ ...options.statics, ...options.outbox }),
     ],
@@ -119,7 +122,7 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
     // application at all when a provider failed while being created (as start-up checks of the
     // tables do): close its connections here, so none outlives the test.
     if (dataSource?.isInitialized) await dataSource.destroy().catch(() => undefined);
-    await rabbitConnection(connectionName)?.managedConnection.close().catch(() => undefined);
+    await rabbitConnection(options.rabbit?.name ?? connectionName)?.managedConnection.close().catch(() => undefined);
     throw error;
   }
 }

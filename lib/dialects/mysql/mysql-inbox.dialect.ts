@@ -3,7 +3,7 @@ import { CONSUMER_NAME_MAX_LENGTH } from '../../inbox/inbox.constants';
 import { OutboxError } from '../../errors';
 import { MessageStatus } from '../../message/message-status';
 import { compareIds } from '../compare-ids';
-import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
+import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { toClaimedInboxMessage } from '../row-mapping';
 import { execute } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
@@ -55,7 +55,7 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     };
   }
 
-  async acquire(manager: EntityManager, row: InboxRow): Promise<InboxAcquisition> {
+  async acquire(manager: EntityManager, row: InboxRow, startMarked = false): Promise<InboxAcquisition> {
     assertConsumerFits(row);
     // Waits for a transaction inserting the same message (its key entry is locked) and then
     // inserts nothing when that one committed.
@@ -71,31 +71,60 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     const found = await this.lockExisting(manager, row, true);
     if (!found) return { kind: 'duplicate', status: DONE };
     if (found.status !== FAILED) return { kind: 'duplicate', status: found.status };
-    await execute(manager, `UPDATE ${this.table} SET status = '${DONE}', processed_at = ${NOW}, last_error = NULL WHERE id = ?`, [BigInt(found.id)]);
+    await execute(
+      manager,
+      `UPDATE ${this.table} SET status = '${DONE}', processed_at = ${NOW}, last_error = NULL${startMarked ? ', attempts = GREATEST(attempts - 1, 0)' : ''}
+       WHERE id = ?`,
+      [BigInt(found.id)],
+    );
     return { kind: 'process', id: found.id };
   }
 
-  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<{ status: MessageStatus; attempts: number } | undefined> {
+  async markStarted(dataSource: DataSource, row: InboxRow, notes: StartedNotes): Promise<RecordedAttempt | undefined> {
+    return this.upsertAttempt(dataSource, row, { status: FAILED, error: notes.started }, (found) =>
+      found.attempts >= found.max_attempts
+        ? { status: MANUAL_REQUIRED, attempts: found.attempts, error: notes.gaveUp }
+        : { status: FAILED, attempts: found.attempts + 1, error: notes.started },
+    );
+  }
+
+  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean, attemptCounted = false): Promise<RecordedAttempt | undefined> {
+    const firstStatus = fatal || row.maxAttempts <= 1 ? MANUAL_REQUIRED : FAILED;
+    return this.upsertAttempt(dataSource, row, { status: firstStatus, error }, (found) => {
+      const attempts = found.attempts + (attemptCounted ? 0 : 1);
+      return { status: fatal || attempts >= found.max_attempts ? MANUAL_REQUIRED : FAILED, attempts, error };
+    });
+  }
+
+  /**
+   * Inserts the row of `(consumer, messageId)` as `inserted` with one attempt, or, when it exists
+   * and is FAILED, sets what `update` makes of it. Undefined when it wrote nothing: only this
+   * delivery's own FAILED row takes an attempt; none (another row holds the same consumer,
+   * bizKey and type) or one already handled means the delivery is a duplicate.
+   *
+   * In a short transaction of its own: MySQL's ON DUPLICATE KEY UPDATE has no WHERE, would update
+   * whichever row a key collided with, and does not say whether it inserted.
+   */
+  private async upsertAttempt(
+    dataSource: DataSource,
+    row: InboxRow,
+    inserted: { status: MessageStatus; error: string },
+    update: (found: LockedRow) => RecordedAttempt & { error: string },
+  ): Promise<RecordedAttempt | undefined> {
     assertConsumerFits(row);
-    // An upsert in a short transaction of its own: MySQL's ON DUPLICATE KEY UPDATE has no WHERE,
-    // would update whichever row a key collided with, and does not say whether it inserted.
     return dataSource.transaction(async (tx) => {
-      const firstStatus = fatal || row.maxAttempts <= 1 ? MANUAL_REQUIRED : FAILED;
-      const inserted = await execute(
+      const insert = await execute(
         tx,
         `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, attempts, last_error, next_attempt_at, created_at)
          VALUES (${VALUES}, ?, 1, ?, ${NOW}, ${NOW})`,
-        [...params(row), firstStatus, error],
+        [...params(row), inserted.status, inserted.error],
       );
-      if (inserted.affected === 1) return { status: firstStatus, attempts: 1 };
-      // Only this delivery's own row counts an attempt: none (another row holds the same
-      // consumer, bizKey and type) or one already handled means the delivery is a duplicate.
+      if (insert.affected === 1) return { status: inserted.status, attempts: 1 };
       const found = await this.lockExisting(tx, row, false);
       if (!found || found.status !== FAILED) return undefined;
-      const attempts = found.attempts + 1;
-      const status = fatal || attempts >= found.max_attempts ? MANUAL_REQUIRED : FAILED;
-      await execute(tx, `UPDATE ${this.table} SET attempts = ?, last_error = ?, status = ? WHERE id = ?`, [attempts, error, status, BigInt(found.id)]);
-      return { status, attempts };
+      const next = update(found);
+      await execute(tx, `UPDATE ${this.table} SET attempts = ?, last_error = ?, status = ? WHERE id = ?`, [next.attempts, next.error, next.status, BigInt(found.id)]);
+      return { status: next.status, attempts: next.attempts };
     });
   }
 

@@ -1,6 +1,6 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
-import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
+import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { compareIds } from '../compare-ids';
 import { toClaimedInboxMessage } from '../row-mapping';
 import { CLAIMABLE_SQL, orderingRule } from '../status-sql';
@@ -20,7 +20,7 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
     super(table, 'inbox', 'consumer');
   }
 
-  async acquire(manager: EntityManager, row: InboxRow): Promise<InboxAcquisition> {
+  async acquire(manager: EntityManager, row: InboxRow, startMarked = false): Promise<InboxAcquisition> {
     const inserted = await execute(
       manager,
       `INSERT INTO ${this.table} (${COLUMNS}, status, processed_at) VALUES (${VALUES}, '${DONE}', now())
@@ -42,26 +42,47 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
     if (found.status !== FAILED) return { kind: 'duplicate', status: found.status };
     await execute(
       manager,
-      `UPDATE ${this.table} SET status = '${DONE}', processed_at = now(), last_error = NULL WHERE id = $1`,
+      `UPDATE ${this.table} SET status = '${DONE}', processed_at = now(), last_error = NULL${startMarked ? ', attempts = GREATEST(attempts - 1, 0)' : ''}
+       WHERE id = $1`,
       [found.id],
     );
     return { kind: 'process', id: found.id };
   }
 
-  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<{ status: MessageStatus; attempts: number } | undefined> {
+  async markStarted(dataSource: DataSource, row: InboxRow, notes: StartedNotes): Promise<RecordedAttempt | undefined> {
+    return this.upsertAttempt(
+      dataSource,
+      `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
+       VALUES (${VALUES}, '${FAILED}', 1, $11)
+       ON CONFLICT (consumer, message_id) DO UPDATE
+         SET attempts = CASE WHEN t.attempts >= t.max_attempts THEN t.attempts ELSE t.attempts + 1 END,
+             status = CASE WHEN t.attempts >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END,
+             last_error = CASE WHEN t.attempts >= t.max_attempts THEN $12 ELSE $11 END
+         WHERE t.status = '${FAILED}'
+       RETURNING status, attempts`,
+      [...params(row), notes.started, notes.gaveUp],
+    );
+  }
+
+  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean, attemptCounted = false): Promise<RecordedAttempt | undefined> {
+    return this.upsertAttempt(
+      dataSource,
+      `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
+       VALUES (${VALUES}, CASE WHEN $11 OR $10 <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, $12)
+       ON CONFLICT (consumer, message_id) DO UPDATE
+         SET attempts = t.attempts + $13, last_error = EXCLUDED.last_error,
+             status = CASE WHEN $11 OR t.attempts + $13 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
+         WHERE t.status = '${FAILED}'
+       RETURNING status, attempts`,
+      [...params(row), fatal, error, attemptCounted ? 0 : 1],
+    );
+  }
+
+  /** One upsert of the row of `(consumer, messageId)`; undefined when it wrote nothing (a duplicate). */
+  private async upsertAttempt(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<RecordedAttempt | undefined> {
     try {
-      const result = await execute(
-        dataSource,
-        `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-         VALUES (${VALUES}, CASE WHEN $11 OR $10 <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, $12)
-         ON CONFLICT (consumer, message_id) DO UPDATE
-           SET attempts = t.attempts + 1, last_error = EXCLUDED.last_error,
-               status = CASE WHEN $11 OR t.attempts + 1 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
-           WHERE t.status = '${FAILED}'
-         RETURNING status, attempts`,
-        [...params(row), fatal, error],
-      );
-      return result.records[0] as { status: MessageStatus; attempts: number } | undefined;
+      const result = await execute(dataSource, sql, parameters);
+      return result.records[0] as RecordedAttempt | undefined;
     } catch (err) {
       // Another row holds the same (consumer, bizKey, type): this delivery is a duplicate of it.
       const code = (err as { code?: string; driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code;

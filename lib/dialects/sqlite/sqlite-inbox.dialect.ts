@@ -1,6 +1,6 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
-import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow } from '../inbox-dialect';
+import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { toClaimedInboxMessage } from '../row-mapping';
 import { sqliteExecute } from './sqlite-executor';
 import { CLAIMABLE_SQL, orderingRule } from '../status-sql';
@@ -29,7 +29,7 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
     this.runTransactionsOneAtATime = (work) => transactionGate.run(work);
   }
 
-  async acquire(manager: EntityManager, row: InboxRow): Promise<InboxAcquisition> {
+  async acquire(manager: EntityManager, row: InboxRow, startMarked = false): Promise<InboxAcquisition> {
     const inserted = await sqliteExecute(
       manager,
       `INSERT INTO ${this.table} (${COLUMNS}, status, processed_at) VALUES (${VALUES}, '${DONE}', ${SQLITE_NOW})
@@ -50,26 +50,48 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
     if (found.status !== FAILED) return { kind: 'duplicate', status: found.status as MessageStatus };
     await sqliteExecute(
       manager,
-      `UPDATE ${this.table} SET status = '${DONE}', processed_at = ${SQLITE_NOW}, last_error = NULL WHERE id = ?`,
+      `UPDATE ${this.table} SET status = '${DONE}', processed_at = ${SQLITE_NOW}, last_error = NULL${startMarked ? ', attempts = MAX(attempts - 1, 0)' : ''}
+       WHERE id = ?`,
       [found.id],
     );
     return { kind: 'process', id: String(found.id) };
   }
 
-  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean): Promise<{ status: MessageStatus; attempts: number } | undefined> {
+  async markStarted(dataSource: DataSource, row: InboxRow, notes: StartedNotes): Promise<RecordedAttempt | undefined> {
+    return this.upsertAttempt(
+      dataSource,
+      `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
+       VALUES (${VALUES}, '${FAILED}', 1, ?)
+       ON CONFLICT (consumer, message_id) DO UPDATE
+         SET attempts = CASE WHEN t.attempts >= t.max_attempts THEN t.attempts ELSE t.attempts + 1 END,
+             status = CASE WHEN t.attempts >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END,
+             last_error = CASE WHEN t.attempts >= t.max_attempts THEN ? ELSE excluded.last_error END
+         WHERE t.status = '${FAILED}'
+       RETURNING status, attempts`,
+      [...params(row), notes.started, notes.gaveUp],
+    );
+  }
+
+  async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean, attemptCounted = false): Promise<RecordedAttempt | undefined> {
+    const added = attemptCounted ? 0 : 1;
+    return this.upsertAttempt(
+      dataSource,
+      `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
+       VALUES (${VALUES}, CASE WHEN ? OR ? <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, ?)
+       ON CONFLICT (consumer, message_id) DO UPDATE
+         SET attempts = t.attempts + ?, last_error = excluded.last_error,
+             status = CASE WHEN ? OR t.attempts + ? >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
+         WHERE t.status = '${FAILED}'
+       RETURNING status, attempts`,
+      [...params(row), fatal, row.maxAttempts, error, added, fatal, added],
+    );
+  }
+
+  /** One upsert of the row of `(consumer, messageId)`; undefined when it wrote nothing (a duplicate). */
+  private async upsertAttempt(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<RecordedAttempt | undefined> {
     try {
-      const [recorded] = await sqliteExecute(
-        dataSource,
-        `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-         VALUES (${VALUES}, CASE WHEN ? OR ? <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, ?)
-         ON CONFLICT (consumer, message_id) DO UPDATE
-           SET attempts = t.attempts + 1, last_error = excluded.last_error,
-               status = CASE WHEN ? OR t.attempts + 1 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
-           WHERE t.status = '${FAILED}'
-         RETURNING status, attempts`,
-        [...params(row), fatal, row.maxAttempts, error, fatal],
-      );
-      return recorded as { status: MessageStatus; attempts: number } | undefined;
+      const [recorded] = await sqliteExecute(dataSource, sql, parameters);
+      return recorded as RecordedAttempt | undefined;
     } catch (err) {
       // Another row holds the same (consumer, bizKey, type): this delivery is a duplicate of it.
       const code = (err as { driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code;
