@@ -6,3 +6,6 @@ export * from './outbox-message-invalid.error';
 export * from './non-retryable.error';
 export * from './send-timeout.error';
 export * from './unroutable-message.error';
+export * from './transport-unavailable.error';
+export * from './exchange-not-found.error';
+export * from './broker-channel.error';

@@ -15,9 +15,19 @@ export interface OutgoingMessage {
 
 /**
  * Sends one message. Resolves only once the broker has taken responsibility for it (a publisher
- * confirm); rejects otherwise. Throw `NonRetryableError` when retrying cannot help.
- * Implementations must bound every send with a timeout.
+ * confirm); rejects otherwise. Implementations must bound every send with a timeout.
+ *
+ * What a rejection costs the message: `NonRetryableError` sends it straight to MANUAL_REQUIRED;
+ * `TransportUnavailableError` (disconnected, blocked, or a failure another message caused) gives
+ * it back without counting an attempt; any other error counts an attempt and retries with backoff.
  */
 export interface OutboxTransport {
   send(message: OutgoingMessage): Promise<void>;
+  /**
+   * Whether a send could succeed now. While false, the dispatcher claims nothing: messages stay
+   * PENDING/FAILED (and cancellable) and spend no attempts. Absent: always assumed available.
+   */
+  isAvailable?(): boolean;
+  /** Calls `listener` whenever the transport becomes available again; returns an unsubscribe function. */
+  onAvailable?(listener: () => void): () => void;
 }

@@ -1,26 +1,52 @@
 import { AmqpConnection } from '@golevelup/nestjs-rabbitmq';
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import type { ChannelWrapper } from 'amqp-connection-manager';
-import { OutboxError, SendTimeoutError, UnroutableMessageError } from '../errors';
+import type { ChannelModel } from 'amqplib';
+import {
+  BrokerChannelError,
+  ExchangeNotFoundError,
+  NonRetryableError,
+  OutboxError,
+  SendTimeoutError,
+  TransportUnavailableError,
+  UnroutableMessageError,
+} from '../errors';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { BrokerLink } from './amqp/broker-link';
+import { BrokerCloseError, isPermanentRefusal } from './amqp/channel-close';
+import { AmqpPublication, ConfirmPublisher } from './amqp/confirm-publisher';
+import { ExchangeRegistry } from './amqp/exchange-registry';
+import { IsolationLane } from './amqp/isolation-lane';
 import { OutboxTransport, OutgoingMessage } from './outbox-transport';
+import { encodedHeaderTableSize } from '../message/amqp-header-table';
+import { AMQP_SHORT_STRING_MAX_BYTES } from '../message/message-limits';
+import { refuseLineBreaks } from '../message/message-text';
+
+/** Times a message is sent again after channels closed over other messages, before it is given back. */
+const MAX_RESENDS = 5;
+/** Message ids that closed a channel before and are sent alone until they go through. */
+const MAX_SUSPECTS = 1_000;
 
 /**
- * Publishes through golevelup's connection on a confirm channel of its own: persistent,
- * `messageId` set, `mandatory` so that an unroutable message (returned by the broker before
- * its confirm) is reported as not sent. Many sends may be in flight at once; each is bounded
- * by `sendTimeoutMs`, since the channel otherwise buffers forever while disconnected.
+ * Publishes through golevelup's connection on confirm channels of its own: persistent,
+ * `messageId` set, `mandatory` so that an unroutable message is reported as not sent. Many sends
+ * are in flight at once, each bounded by `sendTimeoutMs`.
+ *
+ * A message is charged an attempt only for what it caused: a nack, a return, a missing exchange
+ * (checked before publishing, so the broker never closes the shared channel over it), a channel
+ * error the broker blames on it, or a timeout while the connection stayed up. While the broker is
+ * disconnected or blocked the transport says it is unavailable and fails sends with
+ * `TransportUnavailableError`, which costs no attempt.
  */
 @Injectable()
 export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RabbitMqOutboxTransport.name);
-  private amqp?: AmqpConnection;
-  private channel?: ChannelWrapper;
-  /** Message ids the broker returned as unroutable and whose confirm has not been seen yet. */
-  private readonly returned = new Set<string>();
+  private link?: BrokerLink;
+  private main?: { connection: ChannelModel; publisher: Promise<ConfirmPublisher> };
+  private readonly exchanges = new ExchangeRegistry();
+  private readonly isolation = new IsolationLane((error) => this.logBrokerClose(error, true));
+  private readonly suspects = new Set<string>();
 
   constructor(
     private readonly moduleRef: ModuleRef,
@@ -32,19 +58,166 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
    * init, so a missing module fails the boot before any dispatcher starts.
    */
   onModuleInit(): void {
+    let amqp: AmqpConnection;
     try {
-      this.amqp = this.moduleRef.get(AmqpConnection, { strict: false });
+      amqp = this.moduleRef.get(AmqpConnection, { strict: false });
     } catch (error) {
       throw new OutboxError(
         'The RabbitMQ outbox transport needs RabbitMQModule.forRoot() from @golevelup/nestjs-rabbitmq in the application (or pass another transport to OutboxModule.forRoot)',
         { cause: error },
       );
     }
+    this.link = new BrokerLink(amqp.managedConnection);
+  }
+
+  isAvailable(): boolean {
+    return this.link?.isAvailable ?? false;
+  }
+
+  onAvailable(listener: () => void): () => void {
+    return this.requireLink().onAvailable(listener);
   }
 
   async send(message: OutgoingMessage): Promise<void> {
+    const link = this.requireLink();
+    const epoch = link.epoch;
+    const timeoutMs = this.options.sendTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        // Not the message's fault when the broker went away or blocked publishers meanwhile.
+        reject(
+          link.interruptedSince(epoch)
+            ? new TransportUnavailableError(`The broker connection was interrupted while message ${message.messageId} waited for its confirm`)
+            : new SendTimeoutError(message.messageId, timeoutMs),
+        );
+      }, timeoutMs);
+    });
     try {
-      await this.confirmChannel().publish(message.exchange, message.routingKey, Buffer.from(message.payload), {
+      await Promise.race([this.deliver(link, message), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.link?.close();
+    const main = this.main;
+    this.main = undefined;
+    await Promise.all([main?.publisher.then((p) => p.close()).catch(() => undefined), this.isolation.close()]);
+  }
+
+  private async deliver(link: BrokerLink, message: OutgoingMessage): Promise<void> {
+    this.assertEncodable(message);
+    const publication = this.toPublication(message);
+    for (let round = 0; round <= MAX_RESENDS; round++) {
+      const connection = link.connection;
+      if (!connection) throw new TransportUnavailableError('The broker is disconnected or blocks publishers');
+      if (!(await this.exchangeExists(connection, message))) throw new ExchangeNotFoundError(message.exchange);
+      const alone = this.suspects.has(message.messageId);
+      const outcome = alone ? await this.isolation.publish(connection, publication) : await (await this.publisherOn(connection)).publish(publication);
+      switch (outcome.kind) {
+        case 'confirmed':
+          this.suspects.delete(message.messageId);
+          return;
+        case 'returned':
+          throw new UnroutableMessageError(message.messageId, message.exchange, message.routingKey);
+        case 'nacked':
+          throw new OutboxError(`The broker nacked message ${message.messageId}: it could not take responsibility for it (e.g. a queue with x-overflow reject-publish is full)`);
+        case 'unencodable':
+          throw this.unencodable(message, outcome.error);
+        case 'closed':
+          if (outcome.blame === 'none') throw new TransportUnavailableError(`The broker connection closed before message ${message.messageId} was confirmed`);
+          if (outcome.blame === 'culprit') {
+            this.suspects.delete(message.messageId);
+            throw this.refusal(connection, message, outcome.error!);
+          }
+          if (outcome.blame === 'suspect') this.suspect(message.messageId);
+        // innocent, or a suspect from now on sent alone: send again.
+      }
+    }
+    throw new TransportUnavailableError(`Channels kept closing over other messages while message ${message.messageId} was sent`);
+  }
+
+  private async exchangeExists(connection: ChannelModel, message: OutgoingMessage): Promise<boolean> {
+    try {
+      return await this.exchanges.exists(connection, message.exchange);
+    } catch (error) {
+      if (error instanceof TypeError || error instanceof RangeError) throw this.unencodable(message, error);
+      throw error;
+    }
+  }
+
+  /**
+   * Checks again what publish() checks about amqplib, for rows written without it (an older
+   * version, a hand-written INSERT): amqplib throws on some of these, and on headers over 64 KB it
+   * sends a corrupt frame, for which the broker closes the whole connection, consumers included.
+   * Also a name with a line break: RabbitMQ strips CR and LF from the names it declares, so a
+   * passive check finds an exchange the publication then misses, again and again.
+   */
+  private assertEncodable(message: OutgoingMessage): void {
+    try {
+      for (const [field, value] of [['exchange', message.exchange], ['routingKey', message.routingKey], ['type', message.type]]) {
+        const bytes = Buffer.byteLength(value);
+        if (bytes > AMQP_SHORT_STRING_MAX_BYTES) throw new Error(`its ${field} is ${bytes} bytes, more than AMQP's ${AMQP_SHORT_STRING_MAX_BYTES}-byte short string`);
+      }
+      if (message.exchange === '') refuseLineBreaks('routingKey', message.routingKey, 'queue');
+      else refuseLineBreaks('exchange', message.exchange, 'exchange');
+      encodedHeaderTableSize(message.headers);
+    } catch (error) {
+      throw this.unencodable(message, error);
+    }
+  }
+
+  /** A message amqplib cannot encode (a row written without publish()'s checks): no retry can send it. */
+  private unencodable(message: OutgoingMessage, error: unknown): NonRetryableError {
+    return new NonRetryableError(`Message ${message.messageId} cannot be sent over AMQP as it is: ${(error as Error).message}`, { cause: error });
+  }
+
+  /** The error of a message the broker closed a channel over. */
+  private refusal(connection: ChannelModel, message: OutgoingMessage, error: BrokerCloseError): Error {
+    const channelError = new BrokerChannelError(message.messageId, error.code, error.message);
+    if (error.code === 404) {
+      this.exchanges.forget(connection, message.exchange);
+      return new ExchangeNotFoundError(message.exchange, { cause: channelError });
+    }
+    // The broker refuses the message itself (a header, its size): retrying cannot help.
+    if (isPermanentRefusal(error)) return new NonRetryableError(channelError.message, { cause: channelError });
+    return channelError;
+  }
+
+  private suspect(messageId: string): void {
+    if (this.suspects.size >= MAX_SUSPECTS) this.suspects.delete(this.suspects.values().next().value!);
+    this.suspects.add(messageId);
+  }
+
+  /** The main channel on `connection`, opened on first use and again after it closed. */
+  private publisherOn(connection: ChannelModel): Promise<ConfirmPublisher> {
+    const main = this.main;
+    if (main && main.connection === connection) {
+      return main.publisher.then((publisher) => (publisher.usable ? publisher : this.openMain(connection, main)));
+    }
+    return this.openMain(connection, main);
+  }
+
+  private openMain(connection: ChannelModel, replacing: RabbitMqOutboxTransport['main']): Promise<ConfirmPublisher> {
+    // Every send that finds the old channel closed opens the same new one.
+    if (this.main !== replacing) return this.publisherOn(connection);
+    const publisher = ConfirmPublisher.open(connection, (error) => this.logBrokerClose(error, false)).catch((error: unknown) => {
+      if (this.main?.publisher === publisher) this.main = undefined;
+      throw new TransportUnavailableError('Could not open the outbox channel', { cause: error });
+    });
+    this.main = { connection, publisher };
+    return publisher;
+  }
+
+  private toPublication(message: OutgoingMessage): AmqpPublication {
+    return {
+      messageId: message.messageId,
+      exchange: message.exchange,
+      routingKey: message.routingKey,
+      content: Buffer.from(message.payload),
+      options: {
         messageId: message.messageId,
         type: message.type,
         headers: message.headers,
@@ -52,41 +225,19 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
         persistent: true,
         mandatory: this.options.mandatory,
         timestamp: Math.floor(message.createdAt.getTime() / 1000),
-        timeout: this.options.sendTimeoutMs,
-      });
-    } catch (error) {
-      this.returned.delete(message.messageId);
-      if (error instanceof Error && error.message === 'timeout') {
-        throw new SendTimeoutError(message.messageId, this.options.sendTimeoutMs, { cause: error });
-      }
-      throw error;
-    }
-    // basic.return precedes the confirm on the channel, so a returned message is already known.
-    if (this.returned.delete(message.messageId)) {
-      throw new UnroutableMessageError(message.messageId, message.exchange, message.routingKey);
-    }
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    const channel = this.channel;
-    this.channel = undefined;
-    await channel?.close().catch((error: unknown) => this.logger.debug(`closing the outbox channel: ${String(error)}`));
-  }
-
-  private confirmChannel(): ChannelWrapper {
-    if (!this.amqp) throw new OutboxError('The RabbitMQ outbox transport is not started yet');
-    this.channel ??= this.amqp.managedConnection.createChannel({
-      name: 'nestjs-outbox',
-      confirm: true,
-      json: false,
-      // Runs on every (re)connection, for each new underlying channel.
-      setup: async (channel: ConfirmChannel) => {
-        channel.on('return', (returned: ConsumeMessage) => {
-          const messageId = returned.properties.messageId as string | undefined;
-          if (messageId) this.returned.add(messageId);
-        });
       },
-    });
-    return this.channel;
+    };
+  }
+
+  private logBrokerClose(error: BrokerCloseError, isolating: boolean): void {
+    const consequence = isolating
+      ? 'the message sent alone on it caused it and fails'
+      : 'the message(s) it names fail; the others on it are sent again';
+    this.logger.warn(`The broker closed an outbox channel (${error.message}): ${consequence}`);
+  }
+
+  private requireLink(): BrokerLink {
+    if (!this.link) throw new OutboxError('The RabbitMQ outbox transport is not started yet');
+    return this.link;
   }
 }
