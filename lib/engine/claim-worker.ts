@@ -19,6 +19,11 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
   process(batch: T[]): Promise<void>;
   /** Longest a batch may take to process once shutdown begins. */
   processTimeoutMs: number;
+  /**
+   * Whether claiming makes sense now (the transport can send). While false, no loop claims, so
+   * rows stay claimable, cancellable and unattempted; the owner triggers the worker when it turns.
+   */
+  isReady?(): boolean;
   logger: Logger;
 }
 
@@ -85,7 +90,9 @@ export class ClaimWorker<T extends AttemptedClaim> {
   private async loop(): Promise<void> {
     try {
       while (!this.stopping) {
+        // Not ready: nothing is claimed, and the trigger is spent (the owner triggers again when ready).
         this.lookAgain = false;
+        if (this.spec.isReady && !this.spec.isReady()) return;
         const claimed = await this.claimAndProcess();
         // Short batch: nothing else was due when this loop looked, unless a trigger came since.
         if (claimed < this.spec.batchSize && !this.lookAgain) return;

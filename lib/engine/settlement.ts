@@ -3,6 +3,7 @@ import { MessageStatus } from '../message/message-status';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
 import { classifyFailure, describeError } from '../retry/error-classifier';
+import { TransportUnavailableError } from '../errors/transport-unavailable.error';
 
 /** How failed attempts are judged and recorded. */
 export interface FailurePolicy {
@@ -24,6 +25,8 @@ export function failurePolicyFrom(options: OutboxModuleOptions): FailurePolicy {
 export interface BatchSettlement {
   done: ClaimRef[];
   failed: FailedSettlement[];
+  /** Not attempted, through no fault of their own (the transport was unavailable): given back as they were. */
+  released: ClaimRef[];
 }
 
 /**
@@ -47,16 +50,18 @@ export function failedSettlement(
   };
 }
 
-/** Sorts a batch's send results into DONE and failed settlements. */
+/** Sorts a batch's send results into DONE, failed and released settlements. */
 export function settleBatch<T extends AttemptedClaim>(
   claimed: T[],
   results: PromiseSettledResult<unknown>[],
   policy: FailurePolicy,
 ): BatchSettlement {
-  const settlement: BatchSettlement = { done: [], failed: [] };
+  const settlement: BatchSettlement = { done: [], failed: [], released: [] };
   claimed.forEach((message, index) => {
     const result = results[index];
-    if (result.status === 'fulfilled') settlement.done.push({ id: message.id, claimToken: message.claimToken });
+    const ref = { id: message.id, claimToken: message.claimToken };
+    if (result.status === 'fulfilled') settlement.done.push(ref);
+    else if (result.reason instanceof TransportUnavailableError) settlement.released.push(ref);
     else settlement.failed.push(failedSettlement(message, result.reason, policy));
   });
   return settlement;

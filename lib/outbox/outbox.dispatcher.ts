@@ -17,6 +17,8 @@ export interface DispatcherStats {
   claimed: number;
   sent: number;
   failed: number;
+  /** Given back unattempted: the transport could not send them (disconnected, blocked). */
+  released: number;
   /** Settles that found their claim taken over (fenced off by the claim token). */
   fenced: number;
 }
@@ -24,16 +26,22 @@ export interface DispatcherStats {
 /**
  * Claims due outbox rows in short transactions, sends them outside any transaction (all of a
  * batch in flight at once, each awaiting its broker confirm), and settles the batch with one
- * fenced statement per outcome. Woken after publishing commits, by other instances, and by
- * polling.
+ * fenced statement per outcome. Woken after publishing commits, by other instances, by the
+ * transport's return, and by polling.
+ *
+ * While the transport is unavailable nothing is claimed: an outage leaves messages PENDING or
+ * FAILED, cancellable, with their attempts untouched. Messages the transport could not attempt
+ * are given back as they were, and claiming pauses until the next poll or the transport's return.
  */
 @Injectable()
 export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(OutboxDispatcher.name);
   private readonly failurePolicy: FailurePolicy;
   private readonly worker: ClaimWorker<ClaimedMessage>;
-  private unsubscribe?: () => void;
-  readonly stats: DispatcherStats = { claimed: 0, sent: 0, failed: 0, fenced: 0 };
+  private readonly unsubscribe: (() => void)[] = [];
+  /** Set when the transport failed sends as unavailable: no claims until the next poll or its return. */
+  private paused = false;
+  readonly stats: DispatcherStats = { claimed: 0, sent: 0, failed: 0, released: 0, fenced: 0 };
 
   constructor(
     @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -53,6 +61,7 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
       claim: (limit, claimToken) => dialect.claim(dataSource, limit, claimToken, instanceId),
       process: (batch) => this.sendAndSettle(batch),
       processTimeoutMs: options.sendTimeoutMs,
+      isReady: () => !this.paused && (transport.isAvailable?.() ?? true),
       logger: this.logger,
     });
   }
@@ -65,8 +74,10 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.dispatcherEnabled || !this.scheduler) return;
-    this.scheduler.addInterval(POLL_INTERVAL_NAME, setInterval(() => this.trigger(), this.options.pollIntervalMs));
-    this.unsubscribe = this.wakeup.subscribe(() => this.trigger());
+    this.scheduler.addInterval(POLL_INTERVAL_NAME, setInterval(() => this.resume(), this.options.pollIntervalMs));
+    this.unsubscribe.push(this.wakeup.subscribe(() => this.trigger()));
+    // A backlog that waited for the broker is sent as soon as it is back, not at the next poll.
+    if (this.transport.onAvailable) this.unsubscribe.push(this.transport.onAvailable(() => this.resume()));
     await this.wakeup.startListening();
     this.trigger();
   }
@@ -82,28 +93,40 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.unsubscribe?.();
+    for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     if (this.scheduler?.doesExist('interval', POLL_INTERVAL_NAME)) this.scheduler.deleteInterval(POLL_INTERVAL_NAME);
     await this.worker.stop();
   }
 
-  private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {
-    const results = await Promise.allSettled(claimed.map((message) => this.transport.send(message)));
-    const { done, failed } = settleBatch(claimed, results, this.failurePolicy);
-    const [settledDone, settledFailed] = await Promise.all([
-      this.dialect.settleDone(this.dataSource, done),
-      this.dialect.settleFailed(this.dataSource, failed),
-    ]);
-    this.record(claimed.length, done.length, failed, settledDone + settledFailed);
+  /** Lifts a pause and claims: on every poll, and when the transport is back. */
+  private resume(): void {
+    this.paused = false;
+    this.trigger();
   }
 
-  private record(claimed: number, sent: number, failed: { error: string }[], settled: number): void {
+  private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {
+    const results = await Promise.allSettled(claimed.map((message) => this.transport.send(message)));
+    const { done, failed, released } = settleBatch(claimed, results, this.failurePolicy);
+    if (released.length > 0) this.paused = true;
+    const [settledDone, settledFailed, settledReleased] = await Promise.all([
+      this.dialect.settleDone(this.dataSource, done),
+      this.dialect.settleFailed(this.dataSource, failed),
+      this.dialect.release(this.dataSource, released),
+    ]);
+    this.record(claimed.length, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
+  }
+
+  private record(claimed: number, sent: number, failed: { error: string }[], released: number, settled: number): void {
     this.stats.claimed += claimed;
     this.stats.sent += sent;
     this.stats.failed += failed.length;
+    this.stats.released += released;
     this.stats.fenced += claimed - settled;
     if (failed.length > 0) {
       this.logger.warn(`${failed.length} of ${claimed} message(s) not sent; first error: ${failed[0].error}`);
+    }
+    if (released > 0) {
+      this.logger.warn(`${released} of ${claimed} message(s) given back unattempted: the transport is unavailable; claiming resumes when it is back`);
     }
     if (settled < claimed) {
       this.logger.warn(`${claimed - settled} claim(s) had been taken over before settling; their outcome was not recorded`);

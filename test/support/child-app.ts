@@ -28,6 +28,8 @@ export interface DispatcherChildConfig {
   inbox?: InboxFixtureConfig;
   outbox?: Omit<OutboxModuleOptionsInput, 'isFatalError'>;
   amqpUrl?: string;
+  /** Seconds between the child's attempts to reconnect to the broker (amqp-connection-manager's default: 5). */
+  amqpReconnectSeconds?: number;
   /** Sends through the RabbitMQ transport with failures injected (test/support/flaky-transport.ts). */
   flakySends?: FlakySendsConfig;
   /** Shifts the child's JavaScript clock (`Date.now()`, `new Date()`) by this much, as a server whose clock is off. */

@@ -58,6 +58,8 @@ export interface TestAppOptions {
   outbox?: OutboxModuleOptionsInput;
   statics?: OutboxModuleStaticOptions;
   amqpUrl?: string;
+  /** Seconds between attempts to reconnect to the broker (amqp-connection-manager's default: 5). */
+  amqpReconnectSeconds?: number;
   providers?: Provider[];
   /**
    * golevelup keeps connections in a process-wide registry by name, and a second app's
@@ -100,6 +102,7 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
         name: connectionName,
         uri: options.amqpUrl ?? AMQP_URL,
         connectionInitOptions: { wait: false },
+        ...(options.amqpReconnectSeconds !== undefined ? { connectionManagerOptions: { reconnectTimeInSeconds: options.amqpReconnectSeconds } } : {}),
         ...options.rabbit,
       }),
       OutboxModule.forRoot({ ...options.statics, ...options.outbox }),

@@ -13,14 +13,18 @@ class FakeQueue {
   processed: number[] = [];
   private release: (() => void)[] = [];
 
+  ready = true;
+
   worker(batchSize: number, concurrency: number, holdProcessing = false): ClaimWorker<Row> {
     return new ClaimWorker<Row>({
       dataSource: undefined as never,
       table: { label: 'fake', release: async () => 0 } as unknown as StateTable,
+      isReady: () => this.ready,
       batchSize,
       concurrency,
       processTimeoutMs: 1_000,
-      logger: new Logger('test'),
+      // Failed claims are logged; the tests look at what the worker did instead.
+      logger: { error: () => undefined, warn: () => undefined, log: () => undefined } as unknown as Logger,
       claim: async (limit, claimToken) => {
         this.claims++;
         return this.due.splice(0, limit).map((n) => ({ id: String(n), claimToken, attempts: 0, maxAttempts: 1, orderingKey: null }));
@@ -100,5 +104,19 @@ describe('ClaimWorker', () => {
     worker.trigger();
     await tick();
     expect(queue.claims).toBe(0);
+  });
+
+  it('claims nothing while not ready, and claims again once triggered when ready', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(5, 2);
+    queue.due = [1, 2];
+    queue.ready = false;
+    worker.trigger();
+    await worker.drain();
+    expect(queue.claims).toBe(0);
+
+    queue.ready = true;
+    await worker.drain();
+    expect(queue.processed.sort()).toEqual([1, 2]);
   });
 });

@@ -1,4 +1,4 @@
-import { MessageStatus, NonRetryableError } from '../../lib';
+import { MessageStatus, NonRetryableError, SendTimeoutError, TransportUnavailableError } from '../../lib';
 import { ClaimedMessage } from '../../lib/dialects/outbox-dialect';
 import { failedSettlement, settleBatch } from '../../lib/engine/settlement';
 
@@ -41,5 +41,22 @@ describe('settleBatch', () => {
     );
     expect(result.done).toEqual([{ id: '1', claimToken: 'tok' }, { id: '3', claimToken: 'tok' }]);
     expect(result.failed).toEqual([expect.objectContaining({ id: '2', status: MessageStatus.FAILED, error: 'Error: nope' })]);
+  });
+
+  it('gives back, unattempted, the messages the transport could not attempt', () => {
+    const message = (id: string) => ({ id, claimToken: 'tok', attempts: 2, maxAttempts: 3, orderingKey: null }) as ClaimedMessage;
+    const result = settleBatch(
+      [message('1'), message('2'), message('3')],
+      [
+        { status: 'rejected', reason: new TransportUnavailableError('disconnected') },
+        { status: 'rejected', reason: new SendTimeoutError('2', 100) },
+        { status: 'fulfilled', value: undefined },
+      ],
+      policy,
+    );
+    expect(result.released).toEqual([{ id: '1', claimToken: 'tok' }]);
+    // A timeout while connected is the message's own failure: its last attempt is spent.
+    expect(result.failed).toEqual([expect.objectContaining({ id: '2', status: MessageStatus.MANUAL_REQUIRED })]);
+    expect(result.done).toEqual([{ id: '3', claimToken: 'tok' }]);
   });
 });
