@@ -76,6 +76,8 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       inject: [OUTBOX_DATA_SOURCE],
       useFactory: async (dataSource: DataSource) => {
         const dialect = await resolveDialect(dataSource);
+        // The library's statements run on the application's pool too (publish, inbox transactions).
+        dialect.guardConnections?.(dataSource);
         assertTableNamesFit(dialect.identifierLimit, tables);
         await verifyTablesAtStartup(dataSource, dialect, tables);
         await createTablesAtStartup(dataSource, dialect, tables);

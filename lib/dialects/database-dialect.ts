@@ -1,3 +1,4 @@
+import type { DataSource } from 'typeorm';
 import { InboxDialect } from './inbox-dialect';
 import { OutboxDialect } from './outbox-dialect';
 
@@ -54,6 +55,11 @@ export interface DatabaseDialect {
    * log flush, where the database can set that per session. Absent where it cannot.
    */
   withUnflushedCommits?(extra: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * Makes sure no connection of `dataSource`'s pool can end the process with an error event
+   * nobody listens to (where the driver has such a gap). Idempotent.
+   */
+  guardConnections?(dataSource: DataSource): void;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   outboxTableDdl(request: TableDdl): string[];

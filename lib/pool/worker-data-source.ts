@@ -42,6 +42,7 @@ export async function openWorkerDataSource(dataSource: DataSource, dialect: Data
       { cause: error },
     );
   }
+  dialect.guardConnections?.(worker);
   new Logger('OutboxModule').debug(`Dispatcher pool: ${size} connection(s)`);
   return worker;
 }

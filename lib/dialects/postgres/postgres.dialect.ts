@@ -1,6 +1,7 @@
 import { DatabaseDialect, IdentifierLimit, SqlQuery, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
 import { OutboxDialect } from '../outbox-dialect';
+import { guardPostgresConnections } from './postgres-connection-guard';
 import { PostgresInboxDialect } from './postgres-inbox.dialect';
 import { PostgresOutboxDialect } from './postgres-outbox.dialect';
 import { postgresInboxTableDdl, postgresOutboxTableDdl } from './postgres-schema';
@@ -22,6 +23,8 @@ export class PostgresDialect implements DatabaseDialect {
     const options = [extra.options, '-c synchronous_commit=off'].filter(Boolean).join(' ');
     return { ...extra, options };
   }
+
+  guardConnections = guardPostgresConnections;
 
   outbox(quotedTable: string): OutboxDialect {
     return new PostgresOutboxDialect(quotedTable);
