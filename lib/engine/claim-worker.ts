@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { describeError } from '../retry/error-classifier';
+import { persistently } from './persistently';
 import { AttemptedClaim, StateTable } from './state-table';
 
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -106,7 +107,7 @@ export class ClaimWorker<T extends AttemptedClaim> {
   /** One claim → process cycle; returns how many rows it claimed. */
   private async claimAndProcess(): Promise<number> {
     const claimToken = randomUUID();
-    const batch = await this.spec.claim(this.spec.batchSize, claimToken);
+    const batch = await this.claim(claimToken);
     if (batch.length === 0) return 0;
     if (batch.length === this.spec.batchSize) this.spawn();
     this.inFlight.set(claimToken, batch);
@@ -117,6 +118,21 @@ export class ClaimWorker<T extends AttemptedClaim> {
       return batch.length;
     } finally {
       this.inFlight.delete(claimToken);
+    }
+  }
+
+  /**
+   * A claim whose statement failed may still have committed (the connection died after the
+   * commit, before the reply): whatever it took is given back at once, instead of staying
+   * PROCESSING under a token nobody knows until the stuck detector reclaims it.
+   */
+  private async claim(claimToken: string): Promise<T[]> {
+    try {
+      return await this.spec.claim(this.spec.batchSize, claimToken);
+    } catch (error) {
+      const released = await persistently(() => this.spec.table.releaseClaim(this.spec.dataSource, claimToken)).catch(() => 0);
+      if (released > 0) this.spec.logger.warn(`Gave back ${released} ${this.spec.table.label} row(s) of a claim whose reply was lost`);
+      throw error;
     }
   }
 }

@@ -68,8 +68,13 @@ export interface StateTable {
   settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number>;
   /** Records failed attempts (attempts + 1); returns how many were still held by their token. */
   settleFailed(target: SqlTarget, settlements: FailedSettlement[]): Promise<number>;
-  /** Gives claims back unattempted (graceful shutdown); returns how many were still held. */
+  /** Gives claims back unattempted (graceful shutdown, transport unavailable); returns how many were still held. */
   release(dataSource: DataSource, claims: ClaimRef[]): Promise<number>;
+  /**
+   * Gives back unattempted every row still held under `claimToken`: after a claim whose reply was
+   * lost, which may have committed. Returns how many it gave back.
+   */
+  releaseClaim(dataSource: DataSource, claimToken: string): Promise<number>;
   /** PROCESSING rows claimed more than `olderThanMs` ago, oldest first. */
   findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]>;
   /** Backlog of claimable rows, and PROCESSING rows claimed more than `staleAfterMs` ago. */

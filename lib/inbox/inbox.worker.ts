@@ -5,6 +5,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { DataSource } from 'typeorm';
 import { ClaimedInboxMessage, InboxDialect } from '../dialects/inbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
+import { persistently } from '../engine/persistently';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
 import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
@@ -121,7 +122,8 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       return;
     }
     const settlement = failedSettlement(row, error, this.failurePolicy);
-    await this.dialect.settleFailed(this.dataSource, [settlement]);
+    // Retried: a lost settle would leave the row PROCESSING until the stuck detector reclaims it.
+    await persistently(() => this.dialect.settleFailed(this.dataSource, [settlement]));
     const outcomeText = settlement.status === 'MANUAL_REQUIRED' ? 'gave up (MANUAL_REQUIRED)' : `retrying in ${settlement.delayMs} ms`;
     this.logger.warn(`${printable(row.consumer)} failed on message ${printable(row.messageId)}, ${outcomeText}: ${settlement.error}`);
   }

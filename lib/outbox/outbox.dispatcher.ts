@@ -3,6 +3,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { DataSource } from 'typeorm';
 import { ClaimedMessage, OutboxDialect } from '../dialects/outbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
+import { persistently } from '../engine/persistently';
 import { failurePolicyFrom, FailurePolicy, settleBatch } from '../engine/settlement';
 import { OutboxError } from '../errors';
 import { OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from '../outbox.constants';
@@ -108,10 +109,11 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
     const results = await Promise.allSettled(claimed.map((message) => this.transport.send(message)));
     const { done, failed, released } = settleBatch(claimed, results, this.failurePolicy);
     if (released.length > 0) this.paused = true;
+    // Retried: a lost settle would leave its rows PROCESSING until the stuck detector reclaims them.
     const [settledDone, settledFailed, settledReleased] = await Promise.all([
-      this.dialect.settleDone(this.dataSource, done),
-      this.dialect.settleFailed(this.dataSource, failed),
-      this.dialect.release(this.dataSource, released),
+      persistently(() => this.dialect.settleDone(this.dataSource, done)),
+      persistently(() => this.dialect.settleFailed(this.dataSource, failed)),
+      persistently(() => this.dialect.release(this.dataSource, released)),
     ]);
     this.record(claimed.length, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
   }
@@ -129,7 +131,8 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
       this.logger.warn(`${released} of ${claimed} message(s) given back unattempted: the transport is unavailable; claiming resumes when it is back`);
     }
     if (settled < claimed) {
-      this.logger.warn(`${claimed - settled} claim(s) had been taken over before settling; their outcome was not recorded`);
+      // Also when a settle committed but its reply was lost, and its retry found nothing left to change.
+      this.logger.warn(`${claimed - settled} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
     }
   }
 }

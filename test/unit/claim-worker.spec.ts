@@ -14,11 +14,27 @@ class FakeQueue {
   private release: (() => void)[] = [];
 
   ready = true;
+  /** Claims whose statement fails after taking its rows, as when the reply of a committed claim is lost. */
+  failNextClaims = 0;
+  /** Tokens given back by `releaseClaim`. */
+  releasedTokens: string[] = [];
+  /** Rows taken by claims that failed, by their token. */
+  private readonly lost = new Map<string, number[]>();
 
   worker(batchSize: number, concurrency: number, holdProcessing = false): ClaimWorker<Row> {
     return new ClaimWorker<Row>({
       dataSource: undefined as never,
-      table: { label: 'fake', release: async () => 0 } as unknown as StateTable,
+      table: {
+        label: 'fake',
+        release: async () => 0,
+        releaseClaim: async (_: unknown, token: string) => {
+          this.releasedTokens.push(token);
+          const rows = this.lost.get(token) ?? [];
+          this.lost.delete(token);
+          this.due.push(...rows);
+          return rows.length;
+        },
+      } as unknown as StateTable,
       isReady: () => this.ready,
       batchSize,
       concurrency,
@@ -27,7 +43,13 @@ class FakeQueue {
       logger: { error: () => undefined, warn: () => undefined, log: () => undefined } as unknown as Logger,
       claim: async (limit, claimToken) => {
         this.claims++;
-        return this.due.splice(0, limit).map((n) => ({ id: String(n), claimToken, attempts: 0, maxAttempts: 1, orderingKey: null }));
+        const rows = this.due.splice(0, limit);
+        if (this.failNextClaims > 0) {
+          this.failNextClaims--;
+          this.lost.set(claimToken, rows);
+          throw new Error('connection terminated after the commit');
+        }
+        return rows.map((n) => ({ id: String(n), claimToken, attempts: 0, maxAttempts: 1, orderingKey: null }));
       },
       process: async (batch) => {
         this.processing++;
@@ -118,5 +140,17 @@ describe('ClaimWorker', () => {
     queue.ready = true;
     await worker.drain();
     expect(queue.processed.sort()).toEqual([1, 2]);
+  });
+
+  it('gives back at once the rows of a claim whose statement failed, so none waits for the stuck detector', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(5, 1);
+    queue.due = [1, 2, 3];
+    queue.failNextClaims = 1;
+    await worker.drain();
+    expect(queue.releasedTokens).toHaveLength(1);
+    expect(queue.due.sort()).toEqual([1, 2, 3]);
+    await worker.drain();
+    expect(queue.processed.sort()).toEqual([1, 2, 3]);
   });
 });

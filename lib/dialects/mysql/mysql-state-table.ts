@@ -2,10 +2,11 @@ import { DataSource } from 'typeorm';
 import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
+import { stateIndexNames } from '../index-names';
 import { toExpiredClaim, toParkedKey } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 import { ABANDONABLE_SQL, CLAIMABLE_SQL, REQUEUABLE_SQL } from '../status-sql';
-import { microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId } from './mysql-sql';
+import { forceIndex, microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId } from './mysql-sql';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const FINISHED = `status IN ('${DONE}', '${ABANDONED}')`;
@@ -77,6 +78,18 @@ export class MysqlStateTable implements StateTable {
            next_attempt_at = ${NOW}, claim_token = NULL, claimed_at = NULL, claimed_by = NULL
        WHERE id IN (?) AND status = '${PROCESSING}' AND claim_token = ${token.sql}`,
       [claims.map((claim) => sqlId(claim.id)), ...token.params],
+    );
+    return result.affected ?? 0;
+  }
+
+  async releaseClaim(dataSource: DataSource, claimToken: string): Promise<number> {
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} ${forceIndex(stateIndexNames(this.indexed.name).processing)}
+       SET status = CASE WHEN attempts = 0 THEN '${PENDING}' ELSE '${FAILED}' END,
+           next_attempt_at = ${NOW}, claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       WHERE status = '${PROCESSING}' AND claim_token = ?`,
+      [claimToken],
     );
     return result.affected ?? 0;
   }

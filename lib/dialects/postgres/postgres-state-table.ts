@@ -74,6 +74,20 @@ export class PostgresStateTable implements StateTable {
     return result.records.length;
   }
 
+  async releaseClaim(dataSource: DataSource, claimToken: string): Promise<number> {
+    // Through the processing index: only PROCESSING rows are read.
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table}
+       SET status = CASE WHEN attempts = 0 THEN '${PENDING}' ELSE '${FAILED}' END,
+           next_attempt_at = now(), claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       WHERE status = '${PROCESSING}' AND claim_token = $1
+       RETURNING id`,
+      [claimToken],
+    );
+    return result.records.length;
+  }
+
   async findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]> {
     const result = await execute(
       dataSource,

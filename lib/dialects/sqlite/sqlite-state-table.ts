@@ -83,6 +83,19 @@ export class SqliteStateTable implements StateTable {
     return rows.length;
   }
 
+  async releaseClaim(dataSource: DataSource, claimToken: string): Promise<number> {
+    const rows = await sqliteExecute(
+      dataSource,
+      `UPDATE ${this.table}
+       SET status = CASE WHEN attempts = 0 THEN '${PENDING}' ELSE '${FAILED}' END,
+           next_attempt_at = ${SQLITE_NOW}, claim_token = NULL, claimed_at = NULL, claimed_by = NULL
+       WHERE status = '${PROCESSING}' AND claim_token = ?
+       RETURNING id`,
+      [claimToken],
+    );
+    return rows.length;
+  }
+
   async findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]> {
     const rows = await sqliteExecute(
       dataSource,
