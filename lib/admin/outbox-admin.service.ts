@@ -2,9 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
 import { OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../dialects/outbox-dialect';
-import { ParkedKey } from '../engine/state-table';
+import { MessageRef, ParkedKey } from '../engine/state-table';
 import { OutboxError } from '../errors';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
+import { unstorableReason } from '../inbox/storable-text';
+import { columnText, shortStringText } from '../message/message-text';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../outbox.constants';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
 
@@ -27,8 +29,11 @@ export class OutboxAdmin {
   ) {}
 
   /** Where an outbox message stands (by id, or by business key and type); null when there is none. */
-  findMessage(query: OutboxMessageQuery): Promise<OutboxMessageState | null> {
-    const normalised = 'messageId' in query ? { messageId: outboxMessageId(query.messageId) } : query;
+  async findMessage(query: OutboxMessageQuery): Promise<OutboxMessageState | null> {
+    const normalised =
+      'messageId' in query
+        ? { messageId: outboxMessageId(query.messageId) }
+        : { bizKey: columnText('bizKey', query.bizKey), type: shortStringText('type', query.type, false) };
     return this.outbox.findMessage(this.dataSource, normalised);
   }
 
@@ -65,14 +70,14 @@ export class OutboxAdmin {
 
   /** Processes a FAILED or MANUAL_REQUIRED deferred inbox delivery again, with a fresh attempt budget. */
   async requeueInbox(consumer: string, messageId: string): Promise<boolean> {
-    const requeued = await this.inbox.requeue(this.dataSource, { consumer, messageId });
+    const requeued = await this.inbox.requeue(this.dataSource, inboxMessageRef(consumer, messageId));
     if (requeued) this.inboxWakeup.wake();
     return requeued;
   }
 
   /** Gives up on an unprocessed inbox delivery: it becomes ABANDONED and its handler never runs. */
   async abandonInbox(consumer: string, messageId: string): Promise<boolean> {
-    const abandoned = await this.inbox.abandon(this.dataSource, { consumer, messageId });
+    const abandoned = await this.inbox.abandon(this.dataSource, inboxMessageRef(consumer, messageId));
     if (abandoned) this.inboxWakeup.wake();
     return abandoned;
   }
@@ -81,4 +86,19 @@ export class OutboxAdmin {
 function outboxMessageId(messageId: string): string {
   if (typeof messageId !== 'string' || !UUID.test(messageId)) throw new OutboxError(`messageId must be a UUID, got ${JSON.stringify(messageId)}`);
   return messageId.toLowerCase();
+}
+
+/**
+ * An inbox row's key as an operator gives it. Text the inbox cannot store is no row's key: such a
+ * delivery was recorded under a `rejected:` or `unrecordable:` id, which its `last_error` quotes.
+ */
+function inboxMessageRef(consumer: string, messageId: string): MessageRef {
+  for (const [name, value] of [['consumer', consumer], ['messageId', messageId]] as const) {
+    if (typeof value !== 'string' || value.length === 0) throw new OutboxError(`${name} must be a non-empty string, got ${JSON.stringify(value)}`);
+    const reason = unstorableReason(value);
+    if (reason) {
+      throw new OutboxError(`${name} ${reason}, so no inbox row has it: such a delivery was recorded under a rejected: or unrecordable: id, which its last_error quotes`);
+    }
+  }
+  return { consumer, messageId };
 }

@@ -4,6 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { OutboxDialect } from '../dialects/outbox-dialect';
 import { OutboxError, OutboxOutsideTransactionError } from '../errors';
 import { OutboxMessage, OutboxWriteOptions, PublishResult } from '../message/outbox-message';
+import { columnText, shortStringText } from '../message/message-text';
 import { toNewOutboxRow } from '../message/validate-message';
 import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
@@ -46,10 +47,14 @@ export class OutboxService {
    * MANUAL_REQUIRED become ABANDONED and are never sent), in the current transaction. Messages
    * already sent, or being sent right now (PROCESSING), are untouched.
    * @returns how many messages were abandoned
+   * @throws OutboxMessageInvalidError when `bizKey` or `type` is one publish() would refuse
    */
   async cancel(bizKey: string, type?: string, options?: OutboxWriteOptions): Promise<number> {
-    if (typeof bizKey !== 'string' || bizKey.length === 0) throw new OutboxError('cancel() needs a non-empty bizKey');
-    return this.dialect.cancel(this.transactionManager('cancel', options), bizKey, type);
+    // Checked as publish() checks them: a key no message can have is a caller's bug, not a miss
+    // (and PostgreSQL would answer a NUL in it with a raw error).
+    const key = columnText('bizKey', bizKey);
+    const kind = type === undefined ? undefined : shortStringText('type', type, false);
+    return this.dialect.cancel(this.transactionManager('cancel', options), key, kind);
   }
 
   private transactionManager(operation: string, options: OutboxWriteOptions | undefined): EntityManager {

@@ -1,6 +1,6 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { OutboxDispatcher, OutboxOutsideTransactionError, OutboxService } from '../../lib';
+import { OutboxAdmin, OutboxDispatcher, OutboxError, OutboxOutsideTransactionError, OutboxService } from '../../lib';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
@@ -80,5 +80,26 @@ describe('Cancelling a business event', () => {
 
   it('refuses to cancel outside a transaction', async () => {
     await expect(writer.get(OutboxService).cancel('order-5:paid')).rejects.toBeInstanceOf(OutboxOutsideTransactionError);
+  });
+
+  it('refuses, with a typed error naming the field, a key or type no message can have', async () => {
+    for (const [bizKey, type, field] of [
+      ['order\u00006:paid', undefined, 'bizKey'],
+      ['', undefined, 'bizKey'],
+      ['k'.repeat(256), undefined, 'bizKey'],
+      ['order-6:paid', 'order\u0000.paid', 'type'],
+      ['order-6:paid', '€'.repeat(100), 'type'],
+    ] as const) {
+      await expect(cancel(bizKey, type)).rejects.toMatchObject({ name: 'OutboxMessageInvalidError', field });
+    }
+  });
+
+  it('refuses, with a typed error, operator queries no row can answer', async () => {
+    const admin = writer.get(OutboxAdmin);
+    await expect(admin.findMessage({ bizKey: 'order\u00007', type: 'order.paid' })).rejects.toMatchObject({ name: 'OutboxMessageInvalidError', field: 'bizKey' });
+    await expect(admin.findMessage({ messageId: 'not-a-uuid' })).rejects.toBeInstanceOf(OutboxError);
+    await expect(admin.requeueInbox('consumer', 'id\u0000')).rejects.toThrow(/messageId contains a NUL character/);
+    await expect(admin.abandonInbox('con\u0000sumer', 'id')).rejects.toThrow(/consumer contains a NUL character/);
+    expect(await admin.findMessage({ bizKey: 'order-7', type: 'order.paid' })).toBeNull();
   });
 });
