@@ -1,8 +1,6 @@
 import { OutboxMessageInvalidError } from '../errors';
 import { AMQP_SHORT_STRING_MAX_BYTES, TEXT_COLUMN_MAX_CHARACTERS } from './message-limits';
-
-/** `String.prototype.isWellFormed` (ES2024, in every Node the library supports), not yet in the compiler's ES2022 library. */
-type WellFormed = { isWellFormed(): boolean };
+import { isWellFormed } from './well-formed-text';
 
 const LINE_BREAK = /[\r\n]/;
 
@@ -17,7 +15,7 @@ const SURELY_SHORT = Math.floor(AMQP_SHORT_STRING_MAX_BYTES / 3);
  * amqplib write U+FFFD in its place. Undefined when it would.
  */
 export function malformedTextReason(text: string): string | undefined {
-  if ((text as unknown as WellFormed).isWellFormed()) return undefined;
+  if (isWellFormed(text)) return undefined;
   const at = text.search(LONE_SURROGATE);
   return `contains a lone surrogate (${codeUnit(text, at)} at index ${at}), which has no UTF-8 form and would be stored and sent as U+FFFD; fix the text's encoding`;
 }
