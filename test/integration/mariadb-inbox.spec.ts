@@ -34,12 +34,28 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
     )[0];
   const acquireCommitted = (row: InboxRow) => tables.dataSource.transaction((manager) => tables.inbox.acquire(manager, row));
 
+  /** Longer than the 100 ms for which the server keeps serving INNODB_TRX from its cache once read. */
+  const TRX_CACHE_IDLE_MS = 150;
+
   /** The server's id of each open transaction's session. */
   const sessionIds = new WeakMap<QueryRunner, number>();
+
+  /** Transactions a test opened and has not ended: a failing test's locks must not fail the next ones. */
+  const openRunners = new Set<QueryRunner>();
+  afterEach(async () => {
+    // Killing the session rolls its transaction back even while a statement in it waits for a lock.
+    for (const runner of openRunners) {
+      const sessionId = sessionIds.get(runner);
+      if (sessionId !== undefined) await tables.dataSource.query('KILL CONNECTION ?', [sessionId]).catch(() => undefined);
+      await runner.release();
+    }
+    openRunners.clear();
+  });
 
   /** A transaction of its own that stays open until the test commits or rolls it back. */
   async function openTransaction(): Promise<QueryRunner> {
     const runner = tables.dataSource.createQueryRunner();
+    openRunners.add(runner);
     await runner.startTransaction();
     const [{ id }] = await runner.query('SELECT CONNECTION_ID() AS id');
     sessionIds.set(runner, Number(id));
@@ -49,6 +65,7 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
     if (outcome === 'commit') await runner.commitTransaction();
     else await runner.rollbackTransaction();
     await runner.release();
+    openRunners.delete(runner);
   }
   /**
    * Whether `promise`, a statement running in `runner`'s transaction, is held up by a row lock:
@@ -61,8 +78,15 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
       () => (settled = true),
       () => (settled = true),
     );
-    const waitingForLock = async () =>
-      (await tables.dataSource.query(`SELECT 1 FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'`, [sessionIds.get(runner)])).length > 0;
+    // INNODB_TRX is served from a cache that the server refreshes only when nobody has read it for
+    // 100 ms: polling it faster keeps showing the previous test's transactions.
+    const waitingForLock = async () => {
+      await sleep(TRX_CACHE_IDLE_MS);
+      const rows = await tables.dataSource.query(`SELECT 1 FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'`, [
+        sessionIds.get(runner),
+      ]);
+      return rows.length > 0;
+    };
     await waitUntil(async () => settled || (await waitingForLock()), 'the statement waits for a row lock or ends');
     return !settled;
   }
