@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from './dialects/database-dialect';
 import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
+import { InboxConsumers } from './inbox/deferred-consumers';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
 import { InboxService } from './inbox/inbox.service';
 import { InboxWakeup } from './inbox/inbox-wakeup';
@@ -112,6 +113,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     OutboxDispatcher,
     InboxWakeup,
     InboxService,
+    InboxConsumers,
     InboxHandlerExplorer,
     InboxWorker,
     StuckDetector,

@@ -1,5 +1,3 @@
-import type { ConsumeMessage } from 'amqplib';
-
 /**
  * Runs the rest of a deferred handler's chain (pipes, later interceptors, the business method),
  * which `runRest` starts, in the worker's transaction that settles the row.
@@ -7,7 +5,7 @@ import type { ConsumeMessage } from 'amqplib';
 export type DeferredReplay = (runRest: () => Promise<unknown>) => Promise<unknown>;
 
 /** Messages the deferred worker rebuilt from stored rows, each with the replay of its row. */
-const replays = new WeakMap<ConsumeMessage, DeferredReplay>();
+const replays = new WeakMap<object, DeferredReplay>();
 
 /**
  * Marks `message` as a deferred row being run: when the handler chain reaches the inbox
@@ -15,12 +13,12 @@ const replays = new WeakMap<ConsumeMessage, DeferredReplay>();
  * the delivery. Only the worker's own message objects are marked, so nothing from the wire can
  * pass for a replay.
  */
-export function registerReplay(message: ConsumeMessage, replay: DeferredReplay): void {
+export function registerReplay(message: object, replay: DeferredReplay): void {
   replays.set(message, replay);
 }
 
 /** The replay registered for `message`, taken so that it runs once. */
-export function takeReplay(message: ConsumeMessage | undefined): DeferredReplay | undefined {
+export function takeReplay(message: unknown): DeferredReplay | undefined {
   if (!message || typeof message !== 'object') return undefined;
   const replay = replays.get(message);
   if (replay) replays.delete(message);

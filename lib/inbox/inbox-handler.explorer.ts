@@ -8,12 +8,14 @@ import type { ConsumeMessage } from 'amqplib';
 import { OutboxError } from '../errors';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { InboxConsumers } from './deferred-consumers';
 import { callAsNest, runsMethodAlone } from './direct-call';
 import { guardedErrorHandler } from './guarded-error-handler';
 import { CONSUMER_NAME_MAX_LENGTH, DECLARED_RABBIT_HANDLER, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
 import { InboxHandlerDefinition, InboxHandlerOptions } from './inbox-handler-options';
 import { safeDeserializer } from './malformed-body';
 import { nestHandlerChain, NestHandlerChain } from './nest-handler-chain';
+import { runStoredDelivery } from './stored-delivery';
 import { resolveSubscription } from './subscription-settings';
 
 /**
@@ -28,7 +30,6 @@ import { resolveSubscription } from './subscription-settings';
 @Injectable()
 export class InboxHandlerExplorer implements OnModuleInit {
   private readonly logger = new Logger('InboxHandler');
-  private readonly handlers = new Map<string, InboxHandlerDefinition>();
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -36,13 +37,9 @@ export class InboxHandlerExplorer implements OnModuleInit {
     private readonly moduleRef: ModuleRef,
     private readonly contextCreator: ExternalContextCreator,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+    private readonly consumers: InboxConsumers,
     @Optional() private readonly transactionHost?: TransactionHost,
   ) {}
-
-  /** Every inbox handler of the application, by consumer name. */
-  get definitions(): ReadonlyMap<string, InboxHandlerDefinition> {
-    return this.handlers;
-  }
 
   onModuleInit(): void {
     for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
@@ -73,7 +70,7 @@ export class InboxHandlerExplorer implements OnModuleInit {
     if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || consumer.includes('\u0000')) {
       throw new OutboxError(`${where}: consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters without NUL (the inbox table's column)`);
     }
-    if (this.handlers.has(consumer)) throw new OutboxError(`${where}: consumer name "${consumer}" is already used by another inbox handler`);
+    this.consumers.claimName(consumer, where);
     const maxAttempts = options.maxAttempts ?? this.options.maxAttempts;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new OutboxError(`${where}: maxAttempts must be a positive integer`);
     if (options.mode !== undefined && options.mode !== 'transactional' && options.mode !== 'deferred') {
@@ -106,7 +103,7 @@ export class InboxHandlerExplorer implements OnModuleInit {
         ? (callback, args) => callAsNest(callback, wrapper.instance, args)
         : undefined,
     };
-    this.handlers.set(consumer, definition);
+    if (definition.mode === 'deferred') this.consumers.registerDeferred({ consumer, runStored: (row, replay) => runStoredDelivery(definition, row, replay) });
     Reflect.defineMetadata(INBOX_HANDLER_DEFINITION, definition, method);
     Reflect.defineMetadata(DECLARED_RABBIT_HANDLER, rabbit, method);
     Reflect.defineMetadata(

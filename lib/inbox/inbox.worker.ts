@@ -1,7 +1,6 @@
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import type { ConsumeMessage } from 'amqplib';
 import { DataSource } from 'typeorm';
 import { ClaimedInboxMessage, InboxDialect } from '../dialects/inbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
@@ -9,12 +8,9 @@ import { persistently } from '../engine/persistently';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
 import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
-import { NonRetryableError } from '../errors';
 import { describeError } from '../retry/error-classifier';
-import { registerReplay } from './deferred-replay';
-import { InboxHandlerExplorer } from './inbox-handler.explorer';
+import { InboxConsumers } from './deferred-consumers';
 import { InboxWakeup } from './inbox-wakeup';
-import { MalformedBody, safeDeserializer } from './malformed-body';
 import { printable } from './printable';
 
 const POLL_INTERVAL_NAME = 'nestjs-outbox:inbox';
@@ -23,11 +19,11 @@ const POLL_INTERVAL_NAME = 'nestjs-outbox:inbox';
 class ClaimLostError extends Error {}
 
 /**
- * Runs deferred `@InboxHandler()`s: claims stored deliveries with the same claim / settle /
- * backoff / MANUAL_REQUIRED / stuck-reclaim machinery as the outbox, and runs each through the
- * handler's Nest chain and deserializer, as golevelup runs a transactional one, with the business
- * method in a transaction that also settles its row, fenced by the claim token, so a handler
- * whose claim was reclaimed meanwhile commits nothing.
+ * Runs deferred inbox consumers (`@InboxHandler({ mode: 'deferred' })`, `@WebhookInbox()`): claims
+ * stored deliveries with the same claim / settle / backoff / MANUAL_REQUIRED / stuck-reclaim
+ * machinery as the outbox, and runs each through its consumer (`DeferredConsumer.runStored`), with
+ * the business method in a transaction that also settles its row, fenced by the claim token, so a
+ * handler whose claim was reclaimed meanwhile commits nothing.
  */
 @Injectable()
 export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -40,7 +36,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     @Inject(INBOX_DIALECT) private readonly dialect: InboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Inject(OUTBOX_INSTANCE_ID) private readonly instanceId: string,
-    private readonly explorer: InboxHandlerExplorer,
+    private readonly consumers: InboxConsumers,
     private readonly wakeup: InboxWakeup,
     @Optional() private readonly transactionHost?: TransactionHost,
     @Optional() private readonly scheduler?: SchedulerRegistry,
@@ -49,7 +45,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   onApplicationBootstrap(): void {
-    const consumers = [...this.explorer.definitions.values()].filter((d) => d.mode === 'deferred').map((d) => d.consumer);
+    const consumers = [...this.consumers.deferred.keys()];
     if (consumers.length === 0 || !this.options.dispatcherEnabled || !this.scheduler) return;
     const worker = new ClaimWorker<ClaimedInboxMessage>({
       dataSource: this.dataSource,
@@ -82,27 +78,23 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private async processOne(row: ClaimedInboxMessage): Promise<void> {
-    const definition = this.explorer.definitions.get(row.consumer)!;
-    const message = asConsumeMessage(row);
-    const payload = (definition.deserialize ?? safeDeserializer())(message.content, message);
+    const consumer = this.consumers.deferred.get(row.consumer)!;
     let outcome: { done: true } | { done: false; error: unknown } | undefined;
-    // The handler's chain (guards, interceptors, pipes) runs as for a delivery from the broker;
-    // the inbox interceptor hands the rest of it to this replay, in a transaction that also
-    // settles the row, fenced by the claim token.
-    registerReplay(message, async (runRest) => {
-      try {
-        await this.runAndSettle(row, runRest);
-        outcome = { done: true };
-      } catch (error) {
-        // Settled by the worker, not thrown on through the chain: as in transactional mode, where
-        // the inbox answers a failed attempt with a Nack, the interceptors around it see no error.
-        outcome = { done: false, error };
-      }
-    });
     let chainError: unknown;
     try {
-      if (payload instanceof MalformedBody) throw new NonRetryableError(`the stored body does not deserialize any more: ${payload.reason}`);
-      await definition.invoke(payload, message, row.headers);
+      // The consumer runs its handler's chain (guards, interceptors, pipes) and hands the rest of
+      // it to this replay, in a transaction that also settles the row, fenced by the claim token.
+      await consumer.runStored(row, async (runRest) => {
+        try {
+          await this.runAndSettle(row, runRest);
+          outcome = { done: true };
+        } catch (error) {
+          // Settled by the worker, not thrown on through the chain: as in transactional mode,
+          // where the inbox answers a failed attempt with a Nack, the interceptors around it see
+          // no error.
+          outcome = { done: false, error };
+        }
+      });
     } catch (error) {
       chainError = error;
     }
@@ -139,13 +131,4 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     // On a single-connection database (SQLite), the concurrent loops' transactions would nest.
     await (this.dialect.runTransactionsOneAtATime ? this.dialect.runTransactionsOneAtATime(transaction) : transaction());
   }
-}
-
-/** The delivery as the handler would have seen it from the broker, rebuilt from the stored row. */
-function asConsumeMessage(row: ClaimedInboxMessage): ConsumeMessage {
-  return {
-    content: Buffer.from(row.payload),
-    fields: { deliveryTag: 0, redelivered: row.attempts > 0, exchange: row.exchange, routingKey: row.routingKey, consumerTag: '' },
-    properties: { messageId: row.messageId, type: row.type || undefined, headers: row.headers } as ConsumeMessage['properties'],
-  } as ConsumeMessage;
 }
