@@ -25,6 +25,10 @@ export type { OutboxMessageQuery, OutboxMessageState } from './dialects/outbox-d
 export { InboxHandler } from './inbox/inbox-handler.decorator';
 export type { InboxHandlerOptions, InboxMode } from './inbox/inbox-handler-options';
 export { InboxWorker } from './inbox/inbox.worker';
+export { signWebhook, verifyWebhook } from './webhooks/standard-webhooks';
+export type { SignWebhookInput, VerifyWebhookInput, WebhookVerification, WebhookRejection, WebhookSecrets, WebhookBody, WebhookHeaders } from './webhooks/standard-webhooks';
+export { StandardWebhooksGuard, VERIFIED_WEBHOOK } from './webhooks/standard-webhooks.guard';
+export type { StandardWebhooksGuardOptions, VerifiedWebhook } from './webhooks/standard-webhooks.guard';
 export { Retention } from './maintenance/retention';
 export * from './errors';
 

@@ -9,3 +9,4 @@ export * from './unroutable-message.error';
 export * from './transport-unavailable.error';
 export * from './exchange-not-found.error';
 export * from './broker-channel.error';
+export * from './webhook-options.error';

@@ -1,0 +1,14 @@
+import { OutboxOptionsError } from './outbox-options.error';
+
+/**
+ * Invalid Standard Webhooks settings: a secret that is empty or not base64, no secrets at all, a
+ * tolerance that is not positive, or a body, id or timestamp that cannot be signed. Each problem
+ * names the option at fault and never repeats a secret. An `OutboxOptionsError`, so one `catch`
+ * covers every options mistake the library reports.
+ */
+export class WebhookOptionsError extends OutboxOptionsError {
+  constructor(problems: string[]) {
+    super(problems);
+    this.message = `Invalid Standard Webhooks options: ${problems.join('; ')}`;
+  }
+}

@@ -1,0 +1,90 @@
+import { CanActivate, ExecutionContext, Inject, Injectable, InternalServerErrorException, mixin, Type, UnauthorizedException } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { WebhookOptionsError } from '../errors/webhook-options.error';
+import { verifyWebhook, WebhookHeaders, webhookSecretsProblems, WebhookSecrets, webhookToleranceProblems } from './standard-webhooks';
+
+/** Where the guard leaves what it verified on the request: `request[VERIFIED_WEBHOOK]`. */
+export const VERIFIED_WEBHOOK = Symbol('VERIFIED_WEBHOOK');
+
+/** The authenticated `webhook-id` (use it as the idempotency key) and `webhook-timestamp` (seconds). */
+export interface VerifiedWebhook {
+  id: string;
+  timestamp: number;
+}
+
+export interface StandardWebhooksGuardOptions {
+  /**
+   * The `whsec_…` secrets any of which may sign (two while one is rotated out), or a function
+   * returning them, called on each request, to read them where they live:
+   * `(moduleRef) => moduleRef.get(ConfigService, { strict: false }).getOrThrow('WEBHOOK_SECRET')`.
+   * A function's secrets are checked when it returns; a bad one fails the request with a 500.
+   */
+  secrets: WebhookSecrets | ((moduleRef: ModuleRef) => WebhookSecrets | Promise<WebhookSecrets>);
+  /** How old or how far ahead a timestamp may be, in seconds; 300 (the spec's 5 minutes) by default. */
+  toleranceSeconds?: number;
+}
+
+interface GuardedRequest {
+  headers: WebhookHeaders;
+  rawBody?: Buffer;
+  [VERIFIED_WEBHOOK]?: VerifiedWebhook;
+}
+
+const OPTION_NAMES = ['secrets', 'toleranceSeconds'];
+
+/**
+ * Lets through only HTTP requests signed as Standard Webhooks prescribe, over the body's raw bytes
+ * (`NestFactory.create(AppModule, { rawBody: true })`); others get 401 with the reason. Declare it
+ * with its secrets: `@UseGuards(StandardWebhooksGuard.for({ secrets: [process.env.WEBHOOK_SECRET!] }))`.
+ * On success the request carries a `VerifiedWebhook` under `VERIFIED_WEBHOOK`.
+ */
+@Injectable()
+export class StandardWebhooksGuard implements CanActivate {
+  /** The guard class for these options, checked now: a mistake fails at start-up, not on the first webhook. */
+  static for(options: StandardWebhooksGuardOptions): Type<StandardWebhooksGuard> {
+    const problems = Object.keys(options ?? {})
+      .filter((key) => !OPTION_NAMES.includes(key))
+      .map((key) => `${key} is not a StandardWebhooksGuard option`);
+    if (typeof options?.secrets !== 'function') problems.push(...webhookSecretsProblems(options?.secrets));
+    if (options?.toleranceSeconds !== undefined) problems.push(...webhookToleranceProblems(options.toleranceSeconds));
+    if (problems.length > 0) throw new WebhookOptionsError(problems);
+
+    class ConfiguredStandardWebhooksGuard extends StandardWebhooksGuard {
+      protected override readonly options = options;
+    }
+    return mixin(ConfiguredStandardWebhooksGuard);
+  }
+
+  protected readonly options?: StandardWebhooksGuardOptions;
+
+  constructor(@Inject(ModuleRef) private readonly moduleRef: ModuleRef) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (!this.options) throw new WebhookOptionsError(['use @UseGuards(StandardWebhooksGuard.for({ secrets })), not the bare class']);
+    const request = context.switchToHttp().getRequest<GuardedRequest>();
+    const { secrets, toleranceSeconds } = this.options;
+    const verification = verifyWebhook({
+      headers: request.headers,
+      body: rawBody(request),
+      secrets: typeof secrets === 'function' ? await secrets(this.moduleRef) : secrets,
+      toleranceSeconds,
+    });
+    if (!verification.ok) throw new UnauthorizedException(`Webhook rejected: ${verification.reason}`);
+    request[VERIFIED_WEBHOOK] = { id: verification.id, timestamp: verification.timestamp };
+    return true;
+  }
+}
+
+/**
+ * The bytes as sent. A request without a body has none to capture; one whose body was not captured
+ * must not be verified against a re-serialization, which never matches and hides the cause.
+ */
+function rawBody(request: GuardedRequest): Buffer {
+  if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
+  const { 'content-length': length, 'transfer-encoding': encoding } = request.headers;
+  if (encoding === undefined && (length === undefined || length === '0')) return Buffer.alloc(0);
+  throw new InternalServerErrorException(
+    'StandardWebhooksGuard needs the raw request body: create the app with NestFactory.create(AppModule, { rawBody: true }), ' +
+      'and register a parser for content types other than JSON and urlencoded with app.useBodyParser(type)',
+  );
+}
