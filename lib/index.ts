@@ -25,6 +25,9 @@ export type { OutboxMessageQuery, OutboxMessageState } from './dialects/outbox-d
 export { InboxHandler } from './inbox/inbox-handler.decorator';
 export type { InboxHandlerOptions, InboxMode } from './inbox/inbox-handler-options';
 export { InboxWorker } from './inbox/inbox.worker';
+export { WebhookInbox } from './webhooks/webhook-inbox.decorator';
+export type { WebhookInboxOptions, WebhookMessageIdSource } from './webhooks/webhook-inbox-options';
+export type { WebhookRequest } from './webhooks/webhook-request';
 export { signWebhook, verifyWebhook } from './webhooks/standard-webhooks';
 export type { SignWebhookInput, VerifyWebhookInput, WebhookVerification, WebhookRejection, WebhookSecrets, WebhookBody, WebhookHeaders } from './webhooks/standard-webhooks';
 export { StandardWebhooksGuard, VERIFIED_WEBHOOK } from './webhooks/standard-webhooks.guard';

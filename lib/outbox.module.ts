@@ -35,6 +35,8 @@ import { assertTableNamesFit } from './schema/table-name-limits';
 import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
 import { OutboxAdmin } from './admin/outbox-admin.service';
 import { openWorkerDataSource, WorkerDataSourceCloser } from './pool/worker-data-source';
+import { WebhookInboxExplorer } from './webhooks/webhook-inbox.explorer';
+import { WebhookIntake } from './webhooks/webhook-intake.service';
 
 /**
  * The transactional outbox and inbox: `OutboxService` to publish inside your transactions, a
@@ -116,6 +118,8 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     InboxConsumers,
     InboxHandlerExplorer,
     InboxWorker,
+    WebhookIntake,
+    WebhookInboxExplorer,
     StuckDetector,
     Retention,
     OutboxAdmin,
@@ -125,6 +129,6 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     global: statics.isGlobal ?? true,
     imports: [...(definition.imports ?? []), DiscoveryModule],
     providers: [...(definition.providers ?? []), ...providers],
-    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, InboxService, InboxWorker, StuckDetector, Retention, OutboxAdmin],
+    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, InboxService, InboxWorker, WebhookIntake, StuckDetector, Retention, OutboxAdmin],
   };
 }

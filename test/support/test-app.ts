@@ -1,7 +1,7 @@
 import { AmqpConnection, AmqpConnectionManager, RabbitMQConfig, RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { ConsoleLogger, INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
+import { ConsoleLogger, INestApplication, INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule, TypeOrmModuleOptions } from '@nestjs/typeorm';
@@ -61,6 +61,8 @@ export interface TestAppOptions {
   /** Seconds between attempts to reconnect to the broker (amqp-connection-manager's default: 5). */
   amqpReconnectSeconds?: number;
   providers?: Provider[];
+  /** Controllers, for an application that serves HTTP (`createTestHttpApp`). */
+  controllers?: Type[];
   /**
    * golevelup keeps connections in a process-wide registry by name, and a second app's
    * connection of the same name would replace (and orphan) the first's; each app gets its own.
@@ -74,7 +76,17 @@ export interface TestAppOptions {
 let appCount = 0;
 
 /** A Nest application wired exactly as the README tells users to wire it. */
-export async function createTestApp(options: TestAppOptions): Promise<INestApplicationContext> {
+export function createTestApp(options: TestAppOptions): Promise<INestApplicationContext> {
+  return createApp(options, false);
+}
+
+/** The same application serving HTTP on a free port of 127.0.0.1; `url` is its base URL. */
+export async function createTestHttpApp(options: TestAppOptions): Promise<{ app: INestApplication; url: string }> {
+  const app = (await createApp(options, true)) as INestApplication;
+  return { app, url: (await app.getUrl()).replace('[::1]', '127.0.0.1') };
+}
+
+async function createApp(options: TestAppOptions, http: boolean): Promise<INestApplicationContext> {
   const database = options.database ?? (options.schema ? testDatabase(options.schema, 'postgres') : undefined);
   if (!database) throw new Error('createTestApp: pass the test file\'s database');
   const connectionName = options.connectionName ?? `test-app-${++appCount}`;
@@ -108,6 +120,7 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
       OutboxModule.forRoot({ ...options.statics, ...options.outbox }),
     ],
     providers: [OrderPayments, ...(options.providers ?? [])],
+    controllers: options.controllers ?? [],
   })
   class TestAppModule {}
 
@@ -115,10 +128,16 @@ export async function createTestApp(options: TestAppOptions): Promise<INestAppli
   // fail can still be closed (NestFactory would throw before handing it back).
   const levels = options.logger ?? ['error'];
   try {
-    const app = await Test.createTestingModule({ imports: [TestAppModule] })
+    const module = await Test.createTestingModule({ imports: [TestAppModule] })
       .setLogger(new ConsoleLogger({ logLevels: levels === false ? [] : levels }))
       .compile();
-    await app.init();
+    if (!http) {
+      await module.init();
+      return module;
+    }
+    // As the README tells users to create it: the raw body kept for signatures and the inbox.
+    const app = module.createNestApplication({ rawBody: true });
+    await app.listen(0, '127.0.0.1');
     return app;
   } catch (error) {
     // Nest runs no shutdown hooks for an application whose initialisation failed, and there is no

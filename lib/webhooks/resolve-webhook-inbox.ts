@@ -1,0 +1,88 @@
+import { CONSUMER_NAME_MAX_LENGTH } from '../inbox/inbox.constants';
+import { MAX_ATTEMPTS_LIMIT } from '../message/message-limits';
+import { DEFAULT_KEPT_HEADERS, STANDARD_WEBHOOK_ID_HEADER } from './webhook.constants';
+import { WebhookInboxDefinition } from './webhook-inbox-definition';
+import { WebhookInboxOptions } from './webhook-inbox-options';
+import type { WebhookRequest } from './webhook-request';
+
+/** What a `@WebhookInbox()` falls back on, from the module's options. */
+export interface WebhookInboxDefaults {
+  consumer: string;
+  maxAttempts: number;
+  maxBodyBytes: number;
+}
+
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
+
+/** A `@WebhookInbox()`'s options checked and resolved, or every problem with them, each naming its option. */
+export function resolveWebhookInbox(options: WebhookInboxOptions, defaults: WebhookInboxDefaults, where: string): { definition?: WebhookInboxDefinition; problems: string[] } {
+  const problems: string[] = [];
+  const consumer = options.consumer ?? defaults.consumer;
+  if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || consumer.includes('\u0000')) {
+    problems.push(`consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters without NUL (the inbox table's column)`);
+  }
+  const messageId = resolveMessageId(options.messageId ?? { header: STANDARD_WEBHOOK_ID_HEADER }, problems);
+  let type: WebhookInboxDefinition['type'];
+  if (typeof options.type === 'string') {
+    const fixed = options.type;
+    type = () => fixed;
+  } else if (typeof options.type === 'function') type = options.type;
+  else if (options.type !== undefined) problems.push('type must be a string or a function of the request');
+  for (const name of ['bizKey', 'orderingKey'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') problems.push(`${name} must be a function of the request`);
+  }
+  const maxAttempts = options.maxAttempts ?? defaults.maxAttempts;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_ATTEMPTS_LIMIT) problems.push(`maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}`);
+  const status = options.status ?? 200;
+  if (status !== 200 && status !== 202) problems.push('status must be 200 or 202');
+  const maxBodyBytes = options.maxBodyBytes ?? defaults.maxBodyBytes;
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1) problems.push('maxBodyBytes must be a positive integer');
+  const headers = options.headers ?? DEFAULT_KEPT_HEADERS;
+  if (!Array.isArray(headers) || !headers.every((name) => typeof name === 'string' && HEADER_NAME.test(name))) {
+    problems.push('headers must be an array of HTTP header names');
+  }
+  if (problems.length > 0 || !messageId) return { problems: problems.map((problem) => `${where}: ${problem}`) };
+  return {
+    problems: [],
+    definition: {
+      consumer,
+      where,
+      messageId: messageId.extract,
+      messageIdSource: messageId.source,
+      type,
+      bizKey: options.bizKey,
+      orderingKey: options.orderingKey,
+      maxAttempts,
+      maxBodyBytes,
+      keptHeaders: new Set(['content-type', ...headers.map((name) => name.toLowerCase())]),
+    },
+  };
+}
+
+function resolveMessageId(source: unknown, problems: string[]): { extract: (request: WebhookRequest) => unknown; source: string } | undefined {
+  if (typeof source === 'function') return { extract: source as (request: WebhookRequest) => unknown, source: 'the messageId function' };
+  if (source && typeof source === 'object') {
+    const { header, bodyField } = source as { header?: unknown; bodyField?: unknown };
+    if (typeof header === 'string' && HEADER_NAME.test(header) && bodyField === undefined) {
+      const name = header.toLowerCase();
+      return { extract: (request) => request.headers[name], source: `header "${name}"` };
+    }
+    if (typeof bodyField === 'string' && bodyField.length > 0 && header === undefined) {
+      const path = bodyField.split('.');
+      return { extract: (request) => fieldAt(request.body, path), source: `body field "${bodyField}"` };
+    }
+  }
+  problems.push("messageId must be { header: 'name' }, { bodyField: 'path.to.id' } or a function of the request");
+  return undefined;
+}
+
+/** The value at a dotted path of a parsed body; numbers are ids too (`"id": 42`). */
+function fieldAt(body: unknown, path: string[]): unknown {
+  let value = body;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object' || !Object.prototype.hasOwnProperty.call(value, key)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return typeof value === 'number' && Number.isFinite(value) ? String(value) : value;
+}

@@ -1,0 +1,18 @@
+import type { WebhookRequest } from './webhook-request';
+
+/** A `@WebhookInbox()` route as resolved at start-up. */
+export interface WebhookInboxDefinition {
+  consumer: string;
+  /** Where the route is declared, for messages. */
+  where: string;
+  messageId: (request: WebhookRequest) => unknown;
+  /** Where the message id comes from, for messages: `header "webhook-id"`. */
+  messageIdSource: string;
+  type?: (request: WebhookRequest) => unknown;
+  bizKey?: (request: WebhookRequest) => unknown;
+  orderingKey?: (request: WebhookRequest) => unknown;
+  maxAttempts: number;
+  maxBodyBytes: number;
+  /** Header names (lower case) stored with the row; `content-type` among them. */
+  keptHeaders: ReadonlySet<string>;
+}

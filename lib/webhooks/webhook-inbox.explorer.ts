@@ -1,0 +1,108 @@
+import { TransactionHost } from '@nestjs-cls/transactional';
+import { Inject, Injectable, OnModuleInit, Optional, Scope } from '@nestjs/common';
+import { CUSTOM_ROUTE_ARGS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { ExternalContextCreator } from '@nestjs/core/helpers/external-context-creator';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { ClaimedInboxMessage } from '../dialects/inbox-dialect';
+import { OutboxError } from '../errors';
+import { InboxConsumers } from '../inbox/deferred-consumers';
+import { DeferredReplay } from '../inbox/deferred-replay';
+import { OUTBOX_OPTIONS } from '../outbox.constants';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { resolveWebhookInbox } from './resolve-webhook-inbox';
+import { STORED_REQUEST_PARAMETERS, storedWebhookRequest, StoredRequestParamsFactory } from './stored-webhook-request';
+import { WEBHOOK_INBOX_DEFINITION, WEBHOOK_INBOX_METADATA } from './webhook.constants';
+import { WebhookInboxOptions } from './webhook-inbox-options';
+
+/** Calls a `@WebhookInbox()` method as Nest would, with its pipes and parameters, on a stored request. */
+type StoredRequestCall = (request: unknown) => Promise<unknown>;
+
+/**
+ * Finds `@WebhookInbox()` routes at module init, checks their options and parameters, and
+ * registers each as a deferred inbox consumer whose stored requests the inbox worker runs
+ * through the method's pipes and parameter decorators (not its guards, which ran when the
+ * request arrived, nor its interceptors, which serve HTTP requests).
+ */
+@Injectable()
+export class WebhookInboxExplorer implements OnModuleInit {
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly contextCreator: ExternalContextCreator,
+    @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+    private readonly consumers: InboxConsumers,
+    @Optional() private readonly transactionHost?: TransactionHost,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getControllers()) {
+      const prototype = wrapper.metatype?.prototype as Record<string, unknown> | undefined;
+      if (!prototype || typeof wrapper.metatype !== 'function') continue;
+      for (const methodName of this.scanner.getAllMethodNames(prototype)) {
+        const method = prototype[methodName] as (...args: unknown[]) => unknown;
+        const options = Reflect.getMetadata(WEBHOOK_INBOX_METADATA, method) as WebhookInboxOptions | undefined;
+        if (options) this.register(wrapper, methodName, method, options);
+      }
+    }
+  }
+
+  private register(wrapper: InstanceWrapper, methodName: string, method: (...args: unknown[]) => unknown, options: WebhookInboxOptions): void {
+    const classRef = wrapper.metatype as object & { name: string };
+    const where = `@WebhookInbox on ${classRef.name}.${methodName}`;
+    if (!this.transactionHost) {
+      throw new OutboxError(`${where} runs its method in a transaction: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)`);
+    }
+    if (wrapper.scope === Scope.REQUEST || wrapper.scope === Scope.TRANSIENT || !wrapper.isDependencyTreeStatic()) {
+      throw new OutboxError(`${where}: the controller must be a singleton (its method runs later, outside any request)`);
+    }
+    assertStoredRequestParameters(classRef, methodName, where);
+    const { definition, problems } = resolveWebhookInbox(
+      options,
+      { consumer: `${classRef.name}.${methodName}`, maxAttempts: this.options.maxAttempts, maxBodyBytes: this.options.inboxMaxBodyBytes },
+      where,
+    );
+    if (!definition) throw new OutboxError(problems.join('; '));
+    this.consumers.claimName(definition.consumer, where);
+    Reflect.defineMetadata(WEBHOOK_INBOX_DEFINITION, definition, method);
+
+    let call: StoredRequestCall | undefined;
+    this.consumers.registerDeferred({
+      consumer: definition.consumer,
+      runStored: async (row: ClaimedInboxMessage, replay: DeferredReplay) => {
+        const request = storedWebhookRequest(row);
+        // Built at the first run, long after every enhancer (global pipes included) is registered.
+        call ??= this.storedRequestCall(wrapper.instance as object, methodName, method);
+        await replay(() => call!(request));
+      },
+    });
+  }
+
+  private storedRequestCall(instance: object, methodName: string, method: (...args: unknown[]) => unknown): StoredRequestCall {
+    return this.contextCreator.create(
+      instance,
+      method,
+      methodName,
+      ROUTE_ARGS_METADATA,
+      new StoredRequestParamsFactory(),
+      undefined,
+      undefined,
+      { guards: false, interceptors: false, filters: false },
+      'http',
+    ) as StoredRequestCall;
+  }
+}
+
+/** Refuses at start-up a parameter the stored request cannot give (the response, the route's params, the session…). */
+function assertStoredRequestParameters(classRef: object, methodName: string, where: string): void {
+  const parameters = (Reflect.getMetadata(ROUTE_ARGS_METADATA, classRef, methodName) ?? {}) as Record<string, unknown>;
+  for (const key of Object.keys(parameters)) {
+    // Keys are `type:index`, or `<CUSTOM_ROUTE_ARGS_METADATA>…:index` for custom decorators.
+    if (key.includes(CUSTOM_ROUTE_ARGS_METADATA)) continue;
+    if (!STORED_REQUEST_PARAMETERS.has(Number(key.split(':')[0]))) {
+      throw new OutboxError(
+        `${where}: the method runs later, with the stored request, so its parameters can be @Body(), @RawBody(), @Headers() (the kept ones), @Req() or custom decorators; not @Res(), @Param(), @Query(), @Ip(), @Session() or files`,
+      );
+    }
+  }
+}

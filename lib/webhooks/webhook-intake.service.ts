@@ -1,0 +1,94 @@
+import { HttpException, Inject, Injectable, Logger, ServiceUnavailableException } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { InboxDialect } from '../dialects/inbox-dialect';
+import { InboxWakeup } from '../inbox/inbox-wakeup';
+import { printable } from '../inbox/printable';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE } from '../outbox.constants';
+import { describeError } from '../retry/error-classifier';
+import { ArrivedRequest, identifyWebhook } from './identify-webhook';
+import { WebhookInboxDefinition } from './webhook-inbox-definition';
+import { flatHeaders } from './webhook-request';
+
+/** What the sender is told to wait before retrying a request the inbox could not store. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** The parts of an Express or Fastify request the intake reads. */
+interface LiveRequest {
+  method?: string;
+  originalUrl?: string;
+  url?: string;
+  headers?: Record<string, string | string[] | undefined>;
+  rawBody?: Buffer;
+  body?: unknown;
+}
+
+/** The parts of an Express or Fastify response the intake writes. */
+interface LiveResponse {
+  setHeader?(name: string, value: string): unknown;
+  header?(name: string, value: string): unknown;
+}
+
+/**
+ * Stores webhook requests for `@WebhookInbox()` routes: one INSERT of a PENDING inbox row (none
+ * for a duplicate), then the answer. Never answers 2xx for what did not commit: a request that
+ * could not be stored gets 503 with `Retry-After`, so the sender tries again.
+ */
+@Injectable()
+export class WebhookIntake {
+  private readonly logger = new Logger('WebhookInbox');
+  private warnedAboutRawBody = false;
+
+  constructor(
+    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(INBOX_DIALECT) private readonly dialect: InboxDialect,
+    private readonly wakeup: InboxWakeup,
+  ) {}
+
+  async receive(definition: WebhookInboxDefinition, request: LiveRequest, response: LiveResponse): Promise<{ received: true }> {
+    const identified = identifyWebhook(definition, this.arrived(request));
+    if ('refusal' in identified) {
+      const { status, reason } = identified.refusal;
+      this.logger.warn(`${printable(definition.consumer)} refused a request with ${status}, nothing stored: ${reason}`);
+      throw new HttpException({ statusCode: status, message: reason }, status);
+    }
+    const { row } = identified;
+    let stored: boolean;
+    try {
+      stored = await this.dialect.insertPending(this.dataSource, row);
+    } catch (error) {
+      this.logger.error(`${printable(definition.consumer)} could not store message ${printable(row.messageId)}, answered 503: ${describeError(error, 500)}`);
+      setHeader(response, 'Retry-After', String(RETRY_AFTER_SECONDS));
+      throw new ServiceUnavailableException('the webhook could not be stored; retry later');
+    }
+    if (stored) this.wakeup.wake();
+    return { received: true };
+  }
+
+  private arrived(request: LiveRequest): ArrivedRequest {
+    const url = request.originalUrl ?? request.url ?? '';
+    return {
+      method: request.method ?? 'POST',
+      url: url.split('?')[0],
+      headers: flatHeaders(request.headers ?? {}),
+      rawBody: this.rawBody(request),
+    };
+  }
+
+  /** The body as received: Nest keeps it when the application is created with `rawBody: true`. */
+  private rawBody(request: LiveRequest): Buffer {
+    if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
+    const body = request.body;
+    if (Buffer.isBuffer(body)) return body;
+    if (typeof body === 'string') return Buffer.from(body, 'utf8');
+    if (!this.warnedAboutRawBody) {
+      this.warnedAboutRawBody = true;
+      this.logger.warn('webhook bodies are stored re-serialized from the parsed body: create the application with NestFactory.create(AppModule, { rawBody: true }) to store them as received');
+    }
+    return Buffer.from(body === undefined ? '' : (JSON.stringify(body) ?? ''), 'utf8');
+  }
+}
+
+function setHeader(response: LiveResponse, name: string, value: string): void {
+  if (typeof response?.setHeader === 'function') response.setHeader(name, value);
+  else if (typeof response?.header === 'function') response.header(name, value);
+}
