@@ -10,6 +10,7 @@ import { INVENTORY_EXCHANGES, INVENTORY_QUEUES } from './inventory/inventory.con
 import { InventoryModule } from './inventory/inventory.module';
 import { OrdersModule } from './orders/orders.module';
 import { ORDERS_EXCHANGE } from './orders/orders.constants';
+import { PaymentsModule } from './payments/payments.module';
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -54,6 +55,7 @@ const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
     OutboxModule.forRoot(),
     OrdersModule,
     InventoryModule,
+    PaymentsModule,
   ],
 })
 export class AppModule {}

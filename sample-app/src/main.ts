@@ -4,7 +4,8 @@ import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';
 
 async function bootstrap(): Promise<void> {
-  const app = await NestFactory.create(AppModule);
+  // rawBody: webhook signatures are verified, and webhooks stored, as the bytes that were sent.
+  const app = await NestFactory.create(AppModule, { rawBody: true });
   app.useGlobalPipes(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true }));
   // On SIGTERM/SIGINT the outbox dispatcher finishes its in-flight sends and gives back
   // whatever it still holds claimed, so another instance can send it at once; golevelup waits
@@ -12,7 +13,7 @@ async function bootstrap(): Promise<void> {
   app.enableShutdownHooks();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
-  new Logger('Bootstrap').log(`Sample service (orders and inventory) listening on port ${port}`);
+  new Logger('Bootstrap').log(`Sample service (orders, inventory, payment webhooks) listening on port ${port}`);
 }
 
 bootstrap().catch((error: unknown) => {
