@@ -2,8 +2,12 @@ import { AttemptedClaim, ClaimRef, FailedSettlement } from './state-table';
 import { MessageStatus } from '../message/message-status';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
-import { classifyFailure, describeError } from '../retry/error-classifier';
+import { causeChain, classifyFailure, describeError } from '../retry/error-classifier';
+import { RetryLaterError } from '../errors/retry-later.error';
 import { TransportUnavailableError } from '../errors/transport-unavailable.error';
+
+/** The longest a receiver's `Retry-After` may hold a message back: a day, whatever it asks. */
+export const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1_000;
 
 /** How failed attempts are judged and recorded. */
 export interface FailurePolicy {
@@ -30,8 +34,9 @@ export interface BatchSettlement {
 }
 
 /**
- * The state transition of a failed attempt: FAILED with a backoff, or MANUAL_REQUIRED when the
- * error is fatal or this was the last allowed attempt.
+ * The state transition of a failed attempt: FAILED with a backoff (at least what a
+ * `RetryLaterError` on the error's chain asks, up to a day), or MANUAL_REQUIRED when the error is
+ * fatal or this was the last allowed attempt.
  */
 export function failedSettlement(
   claim: AttemptedClaim,
@@ -45,7 +50,7 @@ export function failedSettlement(
     id: claim.id,
     claimToken: claim.claimToken,
     status: fatal || exhausted ? MessageStatus.MANUAL_REQUIRED : MessageStatus.FAILED,
-    delayMs: fatal || exhausted ? 0 : backoffDelayMs(failedAttempts, policy.backoff),
+    delayMs: fatal || exhausted ? 0 : Math.max(backoffDelayMs(failedAttempts, policy.backoff), retryAfterMs(error)),
     error: describeError(error, policy.lastErrorMaxLength),
   };
 }
@@ -65,4 +70,11 @@ export function settleBatch<T extends AttemptedClaim>(
     else settlement.failed.push(failedSettlement(message, result.reason, policy));
   });
   return settlement;
+}
+
+/** The wait a `RetryLaterError` on the chain asks for, 0 without one. */
+function retryAfterMs(error: unknown): number {
+  const retryLater = causeChain(error).find((link): link is RetryLaterError => link instanceof RetryLaterError);
+  const asked = retryLater?.retryAfterMs;
+  return typeof asked === 'number' && Number.isFinite(asked) && asked > 0 ? Math.min(Math.ceil(asked), MAX_RETRY_AFTER_MS) : 0;
 }

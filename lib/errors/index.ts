@@ -10,3 +10,4 @@ export * from './transport-unavailable.error';
 export * from './exchange-not-found.error';
 export * from './broker-channel.error';
 export * from './webhook-options.error';
+export * from './retry-later.error';

@@ -1,6 +1,6 @@
-import { MessageStatus, NonRetryableError, SendTimeoutError, TransportUnavailableError } from '../../lib';
+import { MessageStatus, NonRetryableError, RetryLaterError, SendTimeoutError, TransportUnavailableError } from '../../lib';
 import { ClaimedMessage } from '../../lib/dialects/outbox-dialect';
-import { failedSettlement, settleBatch } from '../../lib/engine/settlement';
+import { failedSettlement, MAX_RETRY_AFTER_MS, settleBatch } from '../../lib/engine/settlement';
 
 const policy = { backoff: { baseMs: 100, maxMs: 10_000, jitter: 0 }, lastErrorMaxLength: 200 };
 const claim = (attempts: number, maxAttempts = 5) => ({ id: '1', claimToken: 't', attempts, maxAttempts, orderingKey: null });
@@ -15,6 +15,15 @@ describe('failedSettlement', () => {
       error: 'Error: ECONNRESET',
     });
     expect(failedSettlement(claim(2), new Error('x'), policy).delayMs).toBe(400);
+  });
+
+  it('waits at least what the receiver asked for, up to a day, and never less than the backoff', () => {
+    expect(failedSettlement(claim(0), new RetryLaterError('503', 2_000), policy).delayMs).toBe(2_000);
+    expect(failedSettlement(claim(0), new Error('wrapped', { cause: new RetryLaterError('429', 2_000) }), policy).delayMs).toBe(2_000);
+    expect(failedSettlement(claim(3), new RetryLaterError('503', 10), policy).delayMs).toBe(800);
+    expect(failedSettlement(claim(0), new RetryLaterError('503', 1e12), policy).delayMs).toBe(MAX_RETRY_AFTER_MS);
+    for (const hostile of [NaN, -5, Infinity]) expect(failedSettlement(claim(0), new RetryLaterError('503', hostile), policy).delayMs).toBe(100);
+    expect(failedSettlement(claim(4, 5), new RetryLaterError('503', 2_000), policy)).toMatchObject({ status: MessageStatus.MANUAL_REQUIRED, delayMs: 0 });
   });
 
   it('requires manual action when the last attempt fails', () => {
