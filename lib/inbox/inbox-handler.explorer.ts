@@ -8,6 +8,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { OutboxError } from '../errors';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { decoratedMethods } from './decorated-methods';
 import { InboxConsumers } from './deferred-consumers';
 import { callAsNest, runsMethodAlone } from './direct-call';
 import { guardedErrorHandler } from './guarded-error-handler';
@@ -42,14 +43,9 @@ export class InboxHandlerExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    for (const wrapper of [...this.discovery.getProviders(), ...this.discovery.getControllers()]) {
-      const prototype = wrapper.metatype?.prototype as Record<string, unknown> | undefined;
-      if (!prototype || typeof wrapper.metatype !== 'function') continue;
-      for (const methodName of this.scanner.getAllMethodNames(prototype)) {
-        const method = prototype[methodName] as object;
-        const options = Reflect.getMetadata(INBOX_HANDLER_METADATA, method) as InboxHandlerOptions | undefined;
-        if (options) this.register(wrapper, methodName, method, options);
-      }
+    const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    for (const { wrapper, methodName, method, options } of decoratedMethods<InboxHandlerOptions>(wrappers, this.scanner, INBOX_HANDLER_METADATA)) {
+      this.register(wrapper, methodName, method, options);
     }
   }
 

@@ -6,6 +6,7 @@ import { ExternalContextCreator } from '@nestjs/core/helpers/external-context-cr
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { ClaimedInboxMessage } from '../dialects/inbox-dialect';
 import { OutboxError } from '../errors';
+import { decoratedMethods } from '../inbox/decorated-methods';
 import { InboxConsumers } from '../inbox/deferred-consumers';
 import { DeferredReplay } from '../inbox/deferred-replay';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
@@ -36,14 +37,8 @@ export class WebhookInboxExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    for (const wrapper of this.discovery.getControllers()) {
-      const prototype = wrapper.metatype?.prototype as Record<string, unknown> | undefined;
-      if (!prototype || typeof wrapper.metatype !== 'function') continue;
-      for (const methodName of this.scanner.getAllMethodNames(prototype)) {
-        const method = prototype[methodName] as (...args: unknown[]) => unknown;
-        const options = Reflect.getMetadata(WEBHOOK_INBOX_METADATA, method) as WebhookInboxOptions | undefined;
-        if (options) this.register(wrapper, methodName, method, options);
-      }
+    for (const { wrapper, methodName, method, options } of decoratedMethods<WebhookInboxOptions>(this.discovery.getControllers(), this.scanner, WEBHOOK_INBOX_METADATA)) {
+      this.register(wrapper, methodName, method, options);
     }
   }
 
