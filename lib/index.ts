@@ -12,6 +12,8 @@ export { MessageStatus } from './message/message-status';
 export type { OutboxMessage, OutboxWriteOptions, PublishResult } from './message/outbox-message';
 export type { OutboxTransport, OutgoingMessage } from './transport/outbox-transport';
 export { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
+export { HttpOutboxTransport } from './transport/http/http-outbox.transport';
+export type { HttpEndpoint, HttpOutboxTransportOptions } from './transport/http/http-endpoint';
 export { OUTBOX_TRANSPORT, OUTBOX_OPTIONS } from './outbox.constants';
 export { backoffDelayMs } from './retry/backoff';
 export type { BackoffPolicy } from './retry/backoff';

@@ -1,0 +1,94 @@
+import { Inject, Injectable, mixin, OnModuleInit, Type } from '@nestjs/common';
+import { NonRetryableError, OutboxOptionsError } from '../../errors';
+import { printable } from '../../inbox/printable';
+import { OUTBOX_OPTIONS } from '../../outbox.constants';
+import { OutboxModuleOptions } from '../../options/outbox-module-options';
+import { signWebhook } from '../../webhooks/standard-webhooks';
+import { OutboxTransport, OutgoingMessage } from '../outbox-transport';
+import { DEFAULT_HTTP_TIMEOUT_MS, HttpEndpoint, HttpOutboxTransportOptions, httpTransportOptionProblems } from './http-endpoint';
+import { responseOutcome } from './http-response-outcome';
+import { responseStart } from './response-start';
+
+/** How much of an error answer is read, for `last_error`; a 2xx answer's body is read up to this too, then dropped. */
+const READ_BYTES = 1_024;
+
+/**
+ * Delivers outbox messages by HTTP: each message is POSTed, its payload as the JSON body, to the
+ * endpoint its `exchange` names, one of those configured here. A message names an endpoint and
+ * never a URL, so stored data cannot point the server at an address the operator did not
+ * configure. Every attempt carries the message id as `webhook-id` and `Idempotency-Key`, a
+ * `webhook-timestamp`, and, with a secret, a Standard Webhooks `webhook-signature`.
+ *
+ * 2xx is delivered; 408, 425, 429, 5xx, timeouts and network errors are retried with backoff, no
+ * sooner than `Retry-After`; any other answer (redirects are not followed) goes to MANUAL_REQUIRED
+ * with the status and the start of the body. Uses Node's `fetch`, with its keep-alive pool.
+ *
+ * ```ts
+ * OutboxModule.forRoot({
+ *   transport: HttpOutboxTransport.for({ endpoints: { logistics: { url: 'https://logistics.example/hooks', secret } } }),
+ * });
+ * await outbox.publish({ type: 'order.shipped', exchange: 'logistics', routingKey: 'order.shipped', payload });
+ * ```
+ */
+@Injectable()
+export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
+  /** The transport class for these endpoints, checked now: a mistake fails where the module is declared. */
+  static for(options: HttpOutboxTransportOptions): Type<HttpOutboxTransport> {
+    const problems = httpTransportOptionProblems(options);
+    if (problems.length > 0) throw new OutboxOptionsError(problems.map((problem) => `HttpOutboxTransport ${problem}`));
+    const configured = new Map(Object.entries(options.endpoints));
+    class ConfiguredHttpOutboxTransport extends HttpOutboxTransport {
+      protected override readonly configured = configured;
+    }
+    return mixin(ConfiguredHttpOutboxTransport);
+  }
+
+  /** The endpoints as `for()` was given them. */
+  protected readonly configured?: ReadonlyMap<string, HttpEndpoint>;
+  /** The same with their timeouts resolved, at module init. */
+  private readonly endpoints = new Map<string, HttpEndpoint & { timeoutMs: number }>();
+
+  constructor(@Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions) {}
+
+  /** An attempt must end (answered or timed out) before the dispatcher gives up on its batch. */
+  onModuleInit(): void {
+    if (!this.configured) throw new OutboxOptionsError(['transport: use HttpOutboxTransport.for({ endpoints }), not the bare class']);
+    const { sendTimeoutMs } = this.options;
+    const problems: string[] = [];
+    for (const [name, endpoint] of this.configured) {
+      const timeoutMs = endpoint.timeoutMs ?? Math.min(DEFAULT_HTTP_TIMEOUT_MS, Math.floor(sendTimeoutMs / 2));
+      if (timeoutMs >= sendTimeoutMs) problems.push(`HttpOutboxTransport endpoints.${name}.timeoutMs (${timeoutMs}) must be less than sendTimeoutMs (${sendTimeoutMs})`);
+      this.endpoints.set(name, { ...endpoint, timeoutMs });
+    }
+    if (problems.length > 0) throw new OutboxOptionsError(problems);
+  }
+
+  async send(message: OutgoingMessage): Promise<void> {
+    const name = message.exchange;
+    const endpoint = this.endpoints.get(name);
+    if (!endpoint) {
+      throw new NonRetryableError(`no HTTP endpoint "${printable(name)}" is configured: add it to HttpOutboxTransport.for({ endpoints }) and requeue the message`);
+    }
+    const timestamp = Math.floor(Date.now() / 1_000);
+    const headers: Record<string, string> = {
+      ...endpoint.headers,
+      'content-type': 'application/json',
+      'webhook-id': message.messageId,
+      'idempotency-key': message.messageId,
+      'webhook-timestamp': String(timestamp),
+    };
+    if (endpoint.secret) headers['webhook-signature'] = signWebhook({ id: message.messageId, timestamp, body: message.payload, secret: endpoint.secret });
+    let response: Response;
+    let bodyStart: string;
+    try {
+      // The timeout bounds the answer's body too: the signal aborts its reading.
+      response = await fetch(endpoint.url, { method: 'POST', headers, body: message.payload, redirect: 'manual', signal: AbortSignal.timeout(endpoint.timeoutMs) });
+      bodyStart = await responseStart(response, READ_BYTES);
+    } catch (error) {
+      const timedOut = (error as Error)?.name === 'TimeoutError';
+      throw new Error(timedOut ? `endpoint "${name}" did not answer within ${endpoint.timeoutMs} ms` : `POST to endpoint "${name}" failed`, { cause: error });
+    }
+    const failure = responseOutcome(response.status, response.headers.get('retry-after'), bodyStart, name);
+    if (failure) throw failure;
+  }
+}
