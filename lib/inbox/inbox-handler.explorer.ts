@@ -1,4 +1,4 @@
-import { RABBIT_HANDLER, RabbitHandlerConfig } from '@golevelup/nestjs-rabbitmq';
+import type { RabbitHandlerConfig } from '@golevelup/nestjs-rabbitmq';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { Inject, Injectable, Logger, OnModuleInit, Optional, Scope } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
@@ -9,6 +9,7 @@ import { OutboxError } from '../errors';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { decoratedMethods } from './decorated-methods';
+import { golevelup } from '../transport/amqp/golevelup';
 import { InboxConsumers } from './deferred-consumers';
 import { callAsNest, runsMethodAlone } from './direct-call';
 import { guardedErrorHandler } from './guarded-error-handler';
@@ -54,6 +55,8 @@ export class InboxHandlerExplorer implements OnModuleInit {
     if (!this.transactionHost) {
       throw new OutboxError(`${where} runs handlers in transactions: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)`);
     }
+    // @RabbitSubscribe() is golevelup's: an @InboxHandler means it is installed.
+    const { RABBIT_HANDLER } = golevelup();
     // As the decorator wrote it: an application started before in this process rewrote RABBIT_HANDLER.
     const rabbit = (Reflect.getMetadata(DECLARED_RABBIT_HANDLER, method) ?? Reflect.getMetadata(RABBIT_HANDLER, method)) as RabbitHandlerConfig | undefined;
     if (!rabbit) throw new OutboxError(`${where} needs @RabbitSubscribe() on the same method`);

@@ -1,4 +1,4 @@
-import { Nack } from '@golevelup/nestjs-rabbitmq';
+import type { Nack } from '@golevelup/nestjs-rabbitmq';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
@@ -12,6 +12,7 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
 import { classifyFailure, describeError } from '../retry/error-classifier';
 import { DeliveryHolds } from './delivery-holds';
+import { isNack, nack } from '../transport/amqp/golevelup';
 import { identifyDelivery } from './identify-delivery';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { STARTED_NOTES } from './inbox.messages';
@@ -84,7 +85,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
    */
   private async processInTransaction(row: InboxRow, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
     const start = isRedelivery(message) ? await this.markStarted(row, message) : { marked: false };
-    if (start instanceof Nack) return start;
+    if (isNack(start)) return start;
     const startMarked = start.marked;
     const txHost = this.requireTransactionHost();
     const transaction = () =>
@@ -128,7 +129,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
       this.logger.error(
         `${printable(row.consumer)} gave up on message ${printable(row.messageId)} without running the handler (MANUAL_REQUIRED, dead-lettered): its ${mark.attempts} attempts are used up, and the last one started and never finished, probably because its process died`,
       );
-      return new Nack(false);
+      return nack(false);
     }
     return { marked: mark !== undefined };
   }
@@ -160,7 +161,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     const subject = `${printable(row.consumer)} failed on message ${printable(row.messageId)}`;
     if (status.status === MessageStatus.MANUAL_REQUIRED) {
       this.logger.error(`${printable(row.consumer)} gave up on message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${description}`);
-      return new Nack(false);
+      return nack(false);
     }
     // Hold the delivery for a backoff before handing it back, so a short outage downstream does
     // not burn every attempt in a second; capped because the delivery occupies a prefetch slot,
@@ -168,7 +169,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     const delayMs = Math.min(backoffDelayMs(status.attempts, this.backoff), MAX_REDELIVERY_DELAY_MS);
     this.logger.warn(`${subject} (attempt ${status.attempts}); redelivering in ${delayMs} ms: ${description}`);
     await this.holds.hold(delayMs);
-    return new Nack(true);
+    return nack(true);
   }
 
   private async reject(row: InboxRow, message: ConsumeMessage, reason: string): Promise<Nack | undefined> {
@@ -179,7 +180,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     }
     this.recorded(row, message);
     this.logger.error(`${printable(row.consumer)} rejected message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${reason}`);
-    return new Nack(false);
+    return nack(false);
   }
 
   /** A recording succeeded: the database is serving, and this delivery's failure streak (if any) ends. */
@@ -197,7 +198,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     } catch {
       // Nothing may escape: see receive().
     }
-    return new Nack(true);
+    return nack(true);
   }
 
   private requireTransactionHost(): TransactionHost {

@@ -1,6 +1,6 @@
-import { RABBIT_CONTEXT_TYPE_KEY, RabbitRpcParamsFactory } from '@golevelup/nestjs-rabbitmq';
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import type { ExternalContextCreator } from '@nestjs/core/helpers/external-context-creator';
+import { golevelup } from '../transport/amqp/golevelup';
 
 /** A handler as Nest runs it: guards, interceptors, pipes and parameter decorators, then the method. */
 export type NestHandlerChain = (payload: unknown, message: unknown, headers: unknown) => Promise<unknown>;
@@ -12,6 +12,7 @@ export type NestHandlerChain = (payload: unknown, message: unknown, headers: unk
  * creator with golevelup's parameter factory and its `rmq` context type.
  */
 export function nestHandlerChain(contextCreator: ExternalContextCreator, instance: object, methodName: string, method: (...args: unknown[]) => unknown): NestHandlerChain {
+  const { RABBIT_CONTEXT_TYPE_KEY, RabbitRpcParamsFactory } = golevelup();
   const bound = method.bind(instance);
   for (const key of Reflect.getMetadataKeys(method)) Reflect.defineMetadata(key, Reflect.getMetadata(key, method), bound);
   return contextCreator.create(

@@ -1,4 +1,4 @@
-import { Nack } from '@golevelup/nestjs-rabbitmq';
+import type { Nack } from '@golevelup/nestjs-rabbitmq';
 import type { Logger } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { DataSource } from 'typeorm';
@@ -6,6 +6,7 @@ import { isConnectionError, isTransientConflict } from '../dialects/connection-e
 import { InboxDialect, InboxRow } from '../dialects/inbox-dialect';
 import { describeError } from '../retry/error-classifier';
 import { DeliveryHolds } from './delivery-holds';
+import { nack } from '../transport/amqp/golevelup';
 import { printable } from './printable';
 import { RecordingFailures } from './recording-failures';
 import { deliveryKey, describeDelivery, reducedForms } from './unrecordable-delivery';
@@ -95,18 +96,18 @@ export class RecordingFallback {
         }
         this.failures.forget(key);
         this.logger.error(`${printable(row.consumer)}: message ${printable(message.properties?.messageId)} is MANUAL_REQUIRED as ${form.row.messageId} and dead-lettered: ${lastErrorText}`);
-        return new Nack(false);
+        return nack(false);
       }
     }
     this.failures.forget(key);
     this.logger.error(
       `UNRECORDED DELIVERY dead-lettered without an inbox row, find it in the dead-letter queue: ${describeDelivery(row.consumer, message)}; ${reason}; the reduced forms failed too: ${describeError(lastError, 300)}`,
     );
-    return new Nack(false);
+    return nack(false);
   }
 
   private async handBack(): Promise<Nack> {
     await this.holds.hold(UNAVAILABLE_RETRY_DELAY_MS);
-    return new Nack(true);
+    return nack(true);
   }
 }

@@ -1,13 +1,7 @@
-import {
-  AmqpConnection,
-  AmqpConnectionManager,
-  getHandlerForLegacyBehavior,
-  MessageErrorHandler,
-  MessageHandlerErrorBehavior,
-  RabbitHandlerConfig,
-} from '@golevelup/nestjs-rabbitmq';
+import type { AmqpConnection, MessageErrorHandler, MessageHandlerErrorBehavior, RabbitHandlerConfig } from '@golevelup/nestjs-rabbitmq';
 import type { ModuleRef } from '@nestjs/core';
 import { OutboxError } from '../errors';
+import { golevelup, golevelupIfInstalled } from '../transport/amqp/golevelup';
 
 /** What the inbox needs to know of how golevelup will subscribe one handler. */
 export interface SubscriptionSettings {
@@ -42,6 +36,7 @@ export function resolveSubscription(moduleRef: ModuleRef, rabbit: RabbitHandlerC
   if (behaviors.size > 1) {
     throw new OutboxError(`${where}: RabbitMQModule's handlers entries "${lookup}" set different errorBehavior values; the inbox needs one per handler: set it on @RabbitSubscribe()`);
   }
+  const { getHandlerForLegacyBehavior, MessageHandlerErrorBehavior } = golevelup();
   const behavior: MessageHandlerErrorBehavior =
     [...behaviors][0] ?? rabbit.errorBehavior ?? configuration?.defaultSubscribeErrorBehavior ?? MessageHandlerErrorBehavior.REQUEUE;
   return { connection, errorHandler: rabbit.errorHandler ?? (getHandlerForLegacyBehavior(behavior) as MessageErrorHandler) };
@@ -49,14 +44,17 @@ export function resolveSubscription(moduleRef: ModuleRef, rabbit: RabbitHandlerC
 
 /** Every connection golevelup holds (it subscribes a handler without `connection` on each of them). */
 export function allConnections(moduleRef: ModuleRef): AmqpConnection[] {
+  const installed = golevelupIfInstalled();
+  if (!installed) return []; // not installed: no deliveries
   try {
-    return moduleRef.get(AmqpConnectionManager, { strict: false }).getConnections();
+    return moduleRef.get(installed.AmqpConnectionManager, { strict: false }).getConnections();
   } catch {
     return []; // no RabbitMQModule: no deliveries
   }
 }
 
 function findConnection(moduleRef: ModuleRef, name: string | undefined): AmqpConnection | undefined {
+  const { AmqpConnection, AmqpConnectionManager } = golevelup();
   try {
     if (name) return moduleRef.get(AmqpConnectionManager, { strict: false }).getConnection(name);
     return moduleRef.get(AmqpConnection, { strict: false });

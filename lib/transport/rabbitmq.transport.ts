@@ -1,4 +1,4 @@
-import { AmqpConnection } from '@golevelup/nestjs-rabbitmq';
+import type { AmqpConnection } from '@golevelup/nestjs-rabbitmq';
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
@@ -13,6 +13,7 @@ import {
 } from '../errors';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { golevelup } from './amqp/golevelup';
 import { BrokerLink } from './amqp/broker-link';
 import { BrokerCloseError, isPermanentRefusal } from './amqp/channel-close';
 import { AmqpPublication, ConfirmPublisher } from './amqp/confirm-publisher';
@@ -60,10 +61,10 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   onModuleInit(): void {
     let amqp: AmqpConnection;
     try {
-      amqp = this.moduleRef.get(AmqpConnection, { strict: false });
+      amqp = this.moduleRef.get(golevelup().AmqpConnection, { strict: false });
     } catch (error) {
       throw new OutboxError(
-        'The RabbitMQ outbox transport needs RabbitMQModule.forRoot() from @golevelup/nestjs-rabbitmq in the application (or pass another transport to OutboxModule.forRoot)',
+        'The RabbitMQ outbox transport (the default) needs @golevelup/nestjs-rabbitmq installed and RabbitMQModule.forRoot() in the application; or pass another transport to OutboxModule.forRoot (e.g. HttpOutboxTransport.for(...))',
         { cause: error },
       );
     }
