@@ -4,6 +4,7 @@ import { isUtf8 } from 'node:buffer';
 import { InboxRow } from '../dialects/inbox-dialect';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { MalformedBody } from './malformed-body';
+import { describeError } from '../retry/error-classifier';
 import { printable } from './printable';
 import { storableText, unstorableReason } from './storable-text';
 
@@ -91,7 +92,7 @@ function extractKey(
   try {
     value = extractor(payload, message);
   } catch (error) {
-    rejections.push(`the ${name} extractor threw: ${(error as Error)?.message ?? String(error)}`);
+    rejections.push(`the ${name} extractor threw: ${describeError(error, 300)}`);
     return null;
   }
   if (value === undefined || value === null || value === '') return null;

@@ -18,6 +18,7 @@ import { InboxHandlerDefinition, InboxHandlerOptions } from './inbox-handler-opt
 import { safeDeserializer } from './malformed-body';
 import { nestHandlerChain, NestHandlerChain } from './nest-handler-chain';
 import { runStoredDelivery } from './stored-delivery';
+import { unstorableReason } from './storable-text';
 import { resolveSubscription } from './subscription-settings';
 
 /**
@@ -66,8 +67,8 @@ export class InboxHandlerExplorer implements OnModuleInit {
       throw new OutboxError(`${where}: the provider must be a singleton (not request-scoped or transient)`);
     }
     const consumer = options.consumer ?? `${wrapper.metatype!.name}.${methodName}`;
-    if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || consumer.includes('\u0000')) {
-      throw new OutboxError(`${where}: consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters without NUL (the inbox table's column)`);
+    if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || unstorableReason(consumer)) {
+      throw new OutboxError(`${where}: consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters, well-formed and without NUL (the inbox table's column)`);
     }
     this.consumers.claimName(consumer, where);
     const maxAttempts = options.maxAttempts ?? this.options.maxAttempts;

@@ -35,10 +35,17 @@ export function causeChain(error: unknown): unknown[] {
   return chain;
 }
 
+/** One link of a cause chain as text; what was thrown may have none (`Object.create(null)`, a throwing getter). */
+function describeLink(link: unknown): string {
+  try {
+    return link instanceof Error ? `${link.name}: ${link.message}` : String(link);
+  } catch {
+    return `a thrown ${typeof link} without text`;
+  }
+}
+
 /** A one-line description of an error and its causes, cut to `maxLength` characters. */
 export function describeError(error: unknown, maxLength: number): string {
-  const text = causeChain(error)
-    .map((link) => (link instanceof Error ? `${link.name}: ${link.message}` : String(link)))
-    .join(' <- caused by ');
+  const text = causeChain(error).map(describeLink).join(' <- caused by ');
   return text.length <= maxLength ? text : `${text.slice(0, maxLength - 1)}…`;
 }

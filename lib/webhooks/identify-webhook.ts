@@ -1,6 +1,7 @@
 import { InboxRow } from '../dialects/inbox-dialect';
 import { printable } from '../inbox/printable';
 import { storableText, unstorableReason } from '../inbox/storable-text';
+import { describeError } from '../retry/error-classifier';
 import type { WebhookInboxDefinition } from './webhook-inbox-definition';
 import { parseWebhookBody, WebhookRequest } from './webhook-request';
 
@@ -47,8 +48,8 @@ export function identifyWebhook(definition: WebhookInboxDefinition, arrived: Arr
 
   const kept: Record<string, string> = {};
   for (const name of definition.keptHeaders) {
-    const value = arrived.headers[name];
-    if (value !== undefined) kept[name] = storableText(value);
+    // Own headers only: a kept header named `constructor` must not read Object.prototype's.
+    if (Object.hasOwn(arrived.headers, name)) kept[name] = storableText(arrived.headers[name]);
   }
   return {
     request,
@@ -58,8 +59,9 @@ export function identifyWebhook(definition: WebhookInboxDefinition, arrived: Arr
       type,
       bizKey: keys.bizKey,
       orderingKey: keys.orderingKey,
-      exchange: storableText(arrived.method).slice(0, KEY_MAX),
-      routingKey: storableText(arrived.url).slice(0, KEY_MAX),
+      // Cut before made storable: a cut through a surrogate pair leaves a lone half.
+      exchange: storableText(arrived.method.slice(0, KEY_MAX)),
+      routingKey: storableText(arrived.url.slice(0, KEY_MAX)),
       payload: rawBody.toString('utf8'),
       headers: JSON.stringify(kept),
       maxAttempts: definition.maxAttempts,
@@ -73,7 +75,7 @@ function takeKey(name: string, extractor: (request: WebhookRequest) => unknown, 
   try {
     value = extractor(request);
   } catch (error) {
-    return { reason: `the ${name} extractor threw: ${printable(String((error as Error)?.message ?? error))}` };
+    return { reason: `the ${name} extractor threw: ${printable(describeError(error, 300))}` };
   }
   if (value === undefined || value === null || value === '') return null;
   if (typeof value !== 'string') return { reason: `${name} is a ${typeof value}, not a string` };

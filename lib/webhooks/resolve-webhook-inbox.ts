@@ -1,4 +1,5 @@
 import { CONSUMER_NAME_MAX_LENGTH } from '../inbox/inbox.constants';
+import { unstorableReason } from '../inbox/storable-text';
 import { MAX_ATTEMPTS_LIMIT } from '../message/message-limits';
 import { DEFAULT_KEPT_HEADERS, STANDARD_WEBHOOK_ID_HEADER } from './webhook.constants';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
@@ -12,6 +13,8 @@ export interface WebhookInboxDefaults {
   maxBodyBytes: number;
 }
 
+const OPTION_NAMES = new Set(['consumer', 'messageId', 'type', 'bizKey', 'orderingKey', 'maxAttempts', 'status', 'maxBodyBytes', 'headers']);
+
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
 
@@ -19,8 +22,11 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
 export function resolveWebhookInbox(options: WebhookInboxOptions, defaults: WebhookInboxDefaults, where: string): { definition?: WebhookInboxDefinition; problems: string[] } {
   const problems: string[] = [];
   const consumer = options.consumer ?? defaults.consumer;
-  if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || consumer.includes('\u0000')) {
-    problems.push(`consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters without NUL (the inbox table's column)`);
+  if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || unstorableReason(consumer)) {
+    problems.push(`consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters, well-formed and without NUL (the inbox table's column)`);
+  }
+  for (const key of Object.keys(options ?? {})) {
+    if (!OPTION_NAMES.has(key)) problems.push(`${key} is not an option of @WebhookInbox()`);
   }
   const messageId = resolveMessageId(options.messageId ?? { header: STANDARD_WEBHOOK_ID_HEADER }, problems);
   let type: WebhookInboxDefinition['type'];
@@ -66,7 +72,8 @@ function resolveMessageId(source: unknown, problems: string[]): { extract: (requ
     const { header, bodyField } = source as { header?: unknown; bodyField?: unknown };
     if (typeof header === 'string' && HEADER_NAME.test(header) && bodyField === undefined) {
       const name = header.toLowerCase();
-      return { extract: (request) => request.headers[name], source: `header "${name}"` };
+      // Own headers only: a header named `constructor` must not read Object.prototype's.
+      return { extract: (request) => (Object.hasOwn(request.headers, name) ? request.headers[name] : undefined), source: `header "${name}"` };
     }
     if (typeof bodyField === 'string' && bodyField.length > 0 && header === undefined) {
       const path = bodyField.split('.');

@@ -36,7 +36,9 @@ export class StoredRequestParamsFactory {
       case RouteParamtypes.RAW_BODY:
         return request.rawBody;
       case RouteParamtypes.HEADERS:
-        return typeof data === 'string' ? request.headers[data.toLowerCase()] : request.headers;
+        // Own headers only: `@Headers('constructor')` must not read Object.prototype's.
+        if (typeof data !== 'string') return request.headers;
+        return Object.hasOwn(request.headers, data.toLowerCase()) ? request.headers[data.toLowerCase()] : undefined;
       default:
         return undefined;
     }

@@ -1,6 +1,6 @@
 import { RabbitRPC, RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
-import { Injectable, Scope } from '@nestjs/common';
-import { InboxHandler } from '../../lib';
+import { Controller, Injectable, Param, Post, Res, Scope } from '@nestjs/common';
+import { InboxHandler, WebhookInbox } from '../../lib';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';
@@ -74,5 +74,70 @@ describe('@InboxHandler start-up checks', () => {
 
   it('fails fast on a consumer name longer than the inbox table holds', async () => {
     await expect(boot(LongConsumerName)).rejects.toThrow(/LongConsumerName.handle: consumer must be a non-empty string of at most 200 characters/);
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
+});
+
+@Controller('hooks')
+class WebhookWithResponse {
+  @Post('response')
+  @WebhookInbox()
+  async handle(@Res() _response: unknown): Promise<void> {}
+}
+
+@Controller('hooks')
+class WebhookWithParam {
+  @Post(':account')
+  @WebhookInbox()
+  async handle(@Param('account') _account: string): Promise<void> {}
+}
+
+@Injectable()
+class PaymentsHandler {
+  @RabbitSubscribe({ exchange: EXCHANGE, routingKey: 'payments', queue: `${EXCHANGE}.payments` })
+  @InboxHandler({ consumer: 'payments' })
+  async handle(): Promise<void> {}
+}
+
+@Controller('hooks')
+class PaymentsWebhook {
+  @Post('payments')
+  @WebhookInbox({ consumer: 'payments' })
+  async handle(): Promise<void> {}
+}
+
+@Controller('hooks')
+class BadlyConfiguredWebhook {
+  @Post('bad')
+  @WebhookInbox({ maxAttempts: 0, headers: ['webhook id'], status: 201 as never })
+  async handle(): Promise<void> {}
+}
+
+describe('@WebhookInbox start-up checks', () => {
+  beforeAll(() => database.reset());
+
+  const boot = (controllers: Function[], providers: Function[] = []) =>
+    createTestApp({ database, outbox: { dispatcherEnabled: false }, controllers: controllers as never[], providers: providers as never[] }).then((app) => app.close());
+
+  it.each([
+    ['@Res()', WebhookWithResponse],
+    ['@Param()', WebhookWithParam],
+  ])('fails fast on a %s parameter, naming the parameters the stored request can give', async (_, controller) => {
+    await expect(boot([controller])).rejects.toThrow(
+      new RegExp(`@WebhookInbox on ${controller.name}\\.handle: the method runs later, with the stored request, so its parameters can be @Body\\(\\), @RawBody\\(\\), @Headers\\(\\) \\(the kept ones\\), @Req\\(\\) or custom decorators`),
+    );
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
+
+  it('fails fast on a consumer name an @InboxHandler already uses', async () => {
+    // Whichever explorer runs second names the other.
+    await expect(boot([PaymentsWebhook], [PaymentsHandler])).rejects.toThrow(
+      /(@WebhookInbox on PaymentsWebhook|@InboxHandler on PaymentsHandler)\.handle: consumer name "payments" is already used by (@InboxHandler on PaymentsHandler|@WebhookInbox on PaymentsWebhook)\.handle/,
+    );
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
+
+  it('fails fast on bad options, naming each', async () => {
+    const failure = boot([BadlyConfiguredWebhook]);
+    await expect(failure).rejects.toThrow(/@WebhookInbox on BadlyConfiguredWebhook\.handle: maxAttempts must be an integer from 1 to 1000/);
+    await expect(failure).rejects.toThrow(/BadlyConfiguredWebhook\.handle: status must be 200 or 202/);
+    await expect(failure).rejects.toThrow(/BadlyConfiguredWebhook\.handle: headers must be an array of HTTP header names/);
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 });

@@ -44,4 +44,15 @@ describe('describeError', () => {
     expect(long).toHaveLength(100);
     expect(long.endsWith('…')).toBe(true);
   });
+
+  it('describes what was thrown even when it has no text', () => {
+    const throwingMessage = Object.defineProperty(new Error(), 'message', {
+      get() {
+        throw new Error('no');
+      },
+    });
+    expect(describeError(Object.create(null), 100)).toBe('a thrown object without text');
+    expect(describeError(throwingMessage, 100)).toBe('a thrown object without text');
+    expect(describeError(Symbol('s'), 100)).toBe('Symbol(s)');
+  });
 });

@@ -52,7 +52,7 @@ describe('identifyDelivery', () => {
 
   it('rejects a bizKey extractor that throws, and over-long keys', () => {
     const throwing = { ...handler, bizKey: () => { throw new Error('no order id'); } };
-    expect(identifyDelivery(throwing, {}, message('{}', { messageId: 'm-4' }), 1_000).rejection).toMatch(/bizKey extractor threw: no order id/);
+    expect(identifyDelivery(throwing, {}, message('{}', { messageId: 'm-4' }), 1_000).rejection).toMatch(/bizKey extractor threw: Error: no order id/);
     const long = identifyDelivery(handler, {}, message('{}', { messageId: 'm'.repeat(300) }), 1_000);
     expect(long.rejection).toMatch(/messageId is longer than 255/);
     expect(long.row.messageId).toMatch(/^rejected:/);
