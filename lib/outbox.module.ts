@@ -30,6 +30,7 @@ import { OutboxDispatcher } from './outbox/outbox.dispatcher';
 import { OutboxWakeup } from './outbox/outbox-wakeup';
 import { OutboxService } from './outbox/outbox.service';
 import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
+import { transportOptionProblems } from './transport/outbox-transport';
 import { createTablesAtStartup } from './schema/create-tables-at-startup';
 import { assertTableNamesFit } from './schema/table-name-limits';
 import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
@@ -54,6 +55,9 @@ export class OutboxModule extends ConfigurableOutboxModule {
     const { tableName, inboxTableName, dataSourceName, transport, isGlobal, ...runtime } = options;
     const statics = { tableName, inboxTableName, dataSourceName, transport, isGlobal };
     const problems = [...staticOptionProblems(statics), ...runtimeOptionProblems(runtime)];
+    // A transport that checks its settings against the module's does so here too, before any
+    // pool opens; with forRootAsync it can only do so at module init.
+    if (problems.length === 0) problems.push(...transportOptionProblems(transport, validateOutboxOptions(runtime)));
     if (problems.length > 0) throw new OutboxOptionsError(problems);
     return withOutboxProviders(super.forRoot(options), statics);
   }

@@ -1,3 +1,5 @@
+import type { OutboxModuleOptions } from '../options/outbox-module-options';
+
 /** A claimed message, as a transport sends it. */
 export interface OutgoingMessage {
   /** UUID to send as the broker's message id; consumers dedupe on it. */
@@ -30,4 +32,19 @@ export interface OutboxTransport {
   isAvailable?(): boolean;
   /** Calls `listener` whenever the transport becomes available again; returns an unsubscribe function. */
   onAvailable?(listener: () => void): () => void;
+}
+
+/**
+ * What `OutboxModule.forRoot()` asks of a transport class beyond `send`: optionally, what is wrong
+ * with its own settings given the module's options (a timeout longer than `sendTimeoutMs`), so
+ * that a mistake fails where the module is declared.
+ */
+export interface OutboxTransportClass {
+  optionProblems?(options: OutboxModuleOptions): string[];
+}
+
+/** The transport class's problems with the module's options, if it has a check. */
+export function transportOptionProblems(transport: unknown, options: OutboxModuleOptions): string[] {
+  const check = (transport as OutboxTransportClass | undefined)?.optionProblems;
+  return typeof check === 'function' ? check.call(transport, options) : [];
 }

@@ -1,3 +1,4 @@
+import { printable } from '../../inbox/printable';
 import { webhookSecretsProblems } from '../../webhooks/standard-webhooks';
 
 /** Where the HTTP transport delivers the messages that name it. */
@@ -50,7 +51,7 @@ function endpointProblems(where: string, endpoint: HttpEndpoint): string[] {
   if (url && url.protocol !== 'http:' && url.protocol !== 'https:') problems.push(`${where}.url must be an http: or https: URL`);
   if (url && (url.username || url.password)) problems.push(`${where}.url must not hold credentials: send them in headers`);
   for (const [name, value] of Object.entries(endpoint.headers ?? {})) {
-    if (!HEADER_NAME.test(name)) problems.push(`${where}.headers: "${name}" is not an HTTP header name`);
+    if (!HEADER_NAME.test(name)) problems.push(`${where}.headers: "${printable(name)}" is not an HTTP header name`);
     else if (RESERVED_HEADERS.has(name.toLowerCase())) problems.push(`${where}.headers: ${name} is set by the transport`);
     else if (typeof value !== 'string' || /[\r\n\0]/.test(value)) problems.push(`${where}.headers.${name} must be a string without CR, LF or NUL`);
   }

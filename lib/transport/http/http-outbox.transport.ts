@@ -39,6 +39,10 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
     const configured = new Map(Object.entries(options.endpoints));
     class ConfiguredHttpOutboxTransport extends HttpOutboxTransport {
       protected override readonly configured = configured;
+
+      static optionProblems(moduleOptions: OutboxModuleOptions): string[] {
+        return resolveTimeouts(configured, moduleOptions.sendTimeoutMs).problems;
+      }
     }
     return mixin(ConfiguredHttpOutboxTransport);
   }
@@ -53,14 +57,9 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
   /** An attempt must end (answered or timed out) before the dispatcher gives up on its batch. */
   onModuleInit(): void {
     if (!this.configured) throw new OutboxOptionsError(['transport: use HttpOutboxTransport.for({ endpoints }), not the bare class']);
-    const { sendTimeoutMs } = this.options;
-    const problems: string[] = [];
-    for (const [name, endpoint] of this.configured) {
-      const timeoutMs = endpoint.timeoutMs ?? Math.min(DEFAULT_HTTP_TIMEOUT_MS, Math.floor(sendTimeoutMs / 2));
-      if (timeoutMs >= sendTimeoutMs) problems.push(`HttpOutboxTransport endpoints.${name}.timeoutMs (${timeoutMs}) must be less than sendTimeoutMs (${sendTimeoutMs})`);
-      this.endpoints.set(name, { ...endpoint, timeoutMs });
-    }
+    const { endpoints, problems } = resolveTimeouts(this.configured, this.options.sendTimeoutMs);
     if (problems.length > 0) throw new OutboxOptionsError(problems);
+    for (const [name, endpoint] of endpoints) this.endpoints.set(name, endpoint);
   }
 
   async send(message: OutgoingMessage): Promise<void> {
@@ -91,4 +90,16 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
     const failure = responseOutcome(response.status, response.headers.get('retry-after'), bodyStart, name);
     if (failure) throw failure;
   }
+}
+
+/** Each endpoint with its timeout resolved (default 5 s, or half of `sendTimeoutMs` where that is less), and the timeouts not below `sendTimeoutMs`. */
+function resolveTimeouts(configured: ReadonlyMap<string, HttpEndpoint>, sendTimeoutMs: number) {
+  const endpoints = new Map<string, HttpEndpoint & { timeoutMs: number }>();
+  const problems: string[] = [];
+  for (const [name, endpoint] of configured) {
+    const timeoutMs = endpoint.timeoutMs ?? Math.min(DEFAULT_HTTP_TIMEOUT_MS, Math.floor(sendTimeoutMs / 2));
+    if (timeoutMs >= sendTimeoutMs) problems.push(`HttpOutboxTransport endpoints.${name}.timeoutMs (${timeoutMs}) must be less than sendTimeoutMs (${sendTimeoutMs})`);
+    endpoints.set(name, { ...endpoint, timeoutMs });
+  }
+  return { endpoints, problems };
 }

@@ -30,8 +30,24 @@ export function retryAfterMs(value: string | null, now: number): number | undefi
   if (value === null) return undefined;
   const text = value.trim();
   if (/^\d{1,10}$/.test(text)) return Number(text) * 1_000;
-  // An HTTP date names its weekday and month; a bare number of another shape is not one.
-  if (!/[a-z]{3}/i.test(text)) return undefined;
-  const at = Date.parse(text);
+  const at = parseHttpDate(text);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
+const TIME = '\\d{2}:\\d{2}:\\d{2}';
+/** The three date forms HTTP defines (RFC 9110 5.6.7), all in GMT: IMF-fixdate, RFC 850, asctime. */
+const HTTP_DATES = [
+  new RegExp(`^${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT$`),
+  new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \\d{2}-${MONTH}-\\d{2} ${TIME} GMT$`),
+  new RegExp(`^${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4}$`),
+];
+
+/** An HTTP date as epoch milliseconds, NaN for any other text. */
+function parseHttpDate(text: string): number {
+  const form = HTTP_DATES.findIndex((pattern) => pattern.test(text));
+  if (form === -1) return NaN;
+  // asctime carries no zone; HTTP means GMT.
+  return Date.parse(form === 2 ? `${text} GMT` : text);
 }
