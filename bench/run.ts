@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { sql } from '../test/support/database';
 import { benchClaimCost } from './claim-cost.bench';
 import { benchDispatch } from './dispatch.bench';
+import { benchHttpDelivery } from './http-delivery.bench';
 import { benchInbox } from './inbox.bench';
 import { benchLatency } from './latency.bench';
 import { benchPeer } from './peer.bench';
@@ -48,6 +49,12 @@ const SECTIONS: Section[] = [
     title: 'Webhook intake: requests/s through a @WebhookInbox() route (1 KB JSON, PostgreSQL and MariaDB)',
     note: 'Requests answered 200/s, each a 1 KB JSON webhook with a webhook-id of its own, from a keep-alive node:http client on a thread of its own (closed loop at each concurrency; warm-up before each run; the inbox table emptied between runs), median of runs with min–max. Ratio against a hand-written route of the same application (same process, HTTP stack, pool of 10 and table) storing the same inbox row with its dedupe in dataSource.transaction(); pairedRatio: median of each run\'s ratio against the baseline run beside it, less moved by load from elsewhere on a shared machine. Intake only: the inbox worker is off (dispatcherEnabled: false), and neither route verifies signatures. serverLoopBusy: share of the run the server\'s event loop was busy (on a shared machine this counts waits for a core too); serverCpuPerRequest: CPU time of the server\'s thread (from /proc) per answered request, the load generator\'s thread excluded.',
     run: benchWebhookIntake,
+  },
+  {
+    key: 'http-delivery',
+    title: 'HTTP delivery: a PENDING backlog POSTed by HttpOutboxTransport to a local receiver (PostgreSQL, 1 KB JSON)',
+    note: 'Messages/s from the backlog commit until every row is DONE, each POST answered 200 by a keep-alive node:http receiver on a worker thread of its own; median of runs with min–max, warm-up drain first, order flipped each run. Ratio against a hand-written relay on a copy of the table: claim 500 with FOR UPDATE SKIP LOCKED in 4 loops, POST each with Node\'s keep-alive fetch, one UPDATE to DONE, on a pool of 6 with synchronous_commit off (as the library\'s worker pool). receiverConnections: keep-alive connections open at the end of a drain (fetch\'s pool has no per-origin limit) and those accepted during it; cpuPerMessage: main-thread CPU (from /proc) per message, the receiver\'s thread excluded.',
+    run: benchHttpDelivery,
   },
   {
     key: 'peer',
