@@ -1,6 +1,7 @@
-import { CanActivate, ExecutionContext, Inject, Injectable, InternalServerErrorException, mixin, Type, UnauthorizedException } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, mixin, Type, UnauthorizedException } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { WebhookOptionsError } from '../errors/webhook-options.error';
+import { rawBodyOf } from './raw-body';
 import { verifyWebhook, WebhookHeaders, webhookSecretsProblems, WebhookSecrets, webhookToleranceProblems } from './standard-webhooks';
 
 /** Where the guard leaves what it verified on the request: `request[VERIFIED_WEBHOOK]`. */
@@ -65,7 +66,7 @@ export class StandardWebhooksGuard implements CanActivate {
     const { secrets, toleranceSeconds } = this.options;
     const verification = verifyWebhook({
       headers: request.headers,
-      body: rawBody(request),
+      body: rawBodyOf(request, 'StandardWebhooksGuard'),
       secrets: typeof secrets === 'function' ? await secrets(this.moduleRef) : secrets,
       toleranceSeconds,
     });
@@ -73,18 +74,4 @@ export class StandardWebhooksGuard implements CanActivate {
     request[VERIFIED_WEBHOOK] = { id: verification.id, timestamp: verification.timestamp };
     return true;
   }
-}
-
-/**
- * The bytes as sent. A request without a body has none to capture; one whose body was not captured
- * must not be verified against a re-serialization, which never matches and hides the cause.
- */
-function rawBody(request: GuardedRequest): Buffer {
-  if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
-  const { 'content-length': length, 'transfer-encoding': encoding } = request.headers;
-  if (encoding === undefined && (length === undefined || length === '0')) return Buffer.alloc(0);
-  throw new InternalServerErrorException(
-    'StandardWebhooksGuard needs the raw request body: create the app with NestFactory.create(AppModule, { rawBody: true }), ' +
-      'and register a parser for content types other than JSON and urlencoded with app.useBodyParser(type)',
-  );
 }

@@ -7,6 +7,7 @@ import { INBOX_DIALECT, OUTBOX_DATA_SOURCE } from '../outbox.constants';
 import { describeError } from '../retry/error-classifier';
 import { ArrivedRequest, identifyWebhook } from './identify-webhook';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
+import { rawBodyOf } from './raw-body';
 import { flatHeaders } from './webhook-request';
 
 /** What the sender is told to wait before retrying a request the inbox could not store. */
@@ -36,7 +37,6 @@ interface LiveResponse {
 @Injectable()
 export class WebhookIntake {
   private readonly logger = new Logger('WebhookInbox');
-  private warnedAboutRawBody = false;
 
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
@@ -70,21 +70,8 @@ export class WebhookIntake {
       method: request.method ?? 'POST',
       url: url.split('?')[0],
       headers: flatHeaders(request.headers ?? {}),
-      rawBody: this.rawBody(request),
+      rawBody: rawBodyOf(request, '@WebhookInbox()'),
     };
-  }
-
-  /** The body as received: Nest keeps it when the application is created with `rawBody: true`. */
-  private rawBody(request: LiveRequest): Buffer {
-    if (Buffer.isBuffer(request.rawBody)) return request.rawBody;
-    const body = request.body;
-    if (Buffer.isBuffer(body)) return body;
-    if (typeof body === 'string') return Buffer.from(body, 'utf8');
-    if (!this.warnedAboutRawBody) {
-      this.warnedAboutRawBody = true;
-      this.logger.warn('webhook bodies are stored re-serialized from the parsed body: create the application with NestFactory.create(AppModule, { rawBody: true }) to store them as received');
-    }
-    return Buffer.from(body === undefined ? '' : (JSON.stringify(body) ?? ''), 'utf8');
   }
 }
 

@@ -160,6 +160,16 @@ describe('@WebhookInbox', () => {
     expect(await storedRows('payments')).toBe(before);
   }, timeoutFor(WAIT_TIMEOUT_MS));
 
+  it('answers 415 and stores nothing for a body of a type the application has no parser for, rather than an empty body', async () => {
+    const before = await storedRows('payments');
+    for (const contentType of ['text/plain', 'application/xml', 'application/cloudevents+json']) {
+      const response = await fetch(`${url}/hooks/payments`, { method: 'POST', headers: { 'content-type': contentType, 'webhook-id': `msg_${randomUUID()}` }, body: '{"orderId": 15}' });
+      expect(response.status).toBe(415);
+      expect(((await response.json()) as { message: string }).message).toMatch(/app\.useBodyParser/);
+    }
+    expect(await storedRows('payments')).toBe(before);
+  }, timeoutFor(WAIT_TIMEOUT_MS));
+
   it('answers 413 and stores nothing for a body over the route\'s limit', async () => {
     const id = `shp_${randomUUID()}`;
     const response = await send('shipments', { orderId: 8, data: { id }, padding: 'x'.repeat(1_024) });

@@ -124,9 +124,9 @@ describe('StandardWebhooksGuard on an HTTP route', () => {
     expect(await response.text()).not.toMatch(/base64|secret/);
   });
 
-  it('answers 500 naming the cause for a body the app did not capture raw', async () => {
+  it('answers 415 naming the cure for a body of a type the app has no parser for', async () => {
     const response = await post('payments', { ...signed(current), 'content-type': 'text/plain' });
-    expect(response.status).toBe(500);
+    expect(response.status).toBe(415);
     expect(((await response.json()) as { message: string }).message).toMatch(/app\.useBodyParser/);
   });
 });
