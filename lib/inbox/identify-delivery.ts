@@ -2,6 +2,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { createHash, randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 import { InboxRow } from '../dialects/inbox-dialect';
+import { bizKeyMessageId } from './bizkey-message-id';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { MalformedBody } from './malformed-body';
 import { describeError } from '../retry/error-classifier';
@@ -39,7 +40,7 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
   const type = typeof properties.type === 'string' ? properties.type : '';
   const wireId = typeof properties.messageId === 'string' && properties.messageId.length > 0 ? properties.messageId : null;
   let messageId = wireId;
-  if (!messageId && bizKey) messageId = `bizkey:${type}:${bizKey}`;
+  if (!messageId && bizKey) messageId = bizKeyMessageId(type, bizKey);
   if (!messageId && handler.messageIdFallback === 'content-hash') messageId = `sha256:${createHash('sha256').update(body).digest('hex')}`;
   // Reported only when nothing else is wrong: a malformed body never reaches the bizKey extractor.
   if (!messageId && rejections.length === 0) {

@@ -1,4 +1,5 @@
 import { InboxRow } from '../dialects/inbox-dialect';
+import { bizKeyMessageId } from '../inbox/bizkey-message-id';
 import { printable } from '../inbox/printable';
 import { storableText, unstorableReason } from '../inbox/storable-text';
 import { describeError } from '../retry/error-classifier';
@@ -42,7 +43,7 @@ export function identifyWebhook(definition: WebhookInboxDefinition, arrived: Arr
     keys[name] = taken;
   }
   const type = keys.type ?? '';
-  const messageId = keys.messageId ?? (keys.bizKey ? `bizkey:${type}:${keys.bizKey}` : null);
+  const messageId = keys.messageId ?? (keys.bizKey ? bizKeyMessageId(type, keys.bizKey) : null);
   if (messageId === null) return refuse(400, `the request has no message id (from ${definition.messageIdSource}) and no bizKey for consumer "${definition.consumer}" to dedupe it by`);
   if (messageId.length > KEY_MAX) return refuse(400, `the message id is longer than ${KEY_MAX} characters`);
 

@@ -2,6 +2,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { identifyDelivery } from '../../lib/inbox/identify-delivery';
 import { InboxHandlerDefinition } from '../../lib/inbox/inbox-handler-options';
 import { MalformedBody, safeDeserializer } from '../../lib/inbox/malformed-body';
+import { bizKeyMessageId } from '../../lib/inbox/bizkey-message-id';
 
 const handler: InboxHandlerDefinition = { consumer: 'inventory', mode: 'transactional', maxAttempts: 5, invoke: async () => undefined };
 
@@ -26,8 +27,10 @@ describe('identifyDelivery', () => {
       messageId: 'm-1',
       bizKey: 'order-1:paid',
     });
-    expect(identifyDelivery(withBizKey, { orderId: 1 }, message('{}', { type: 'order.paid' }), 1_000).row.messageId).toBe('bizkey:order.paid:order-1:paid');
-    expect(identifyDelivery(withBizKey, { orderId: 1 }, message('{}'), 1_000).row).toMatchObject({ type: '', messageId: 'bizkey::order-1:paid' });
+    expect(identifyDelivery(withBizKey, { orderId: 1 }, message('{}', { type: 'order.paid' }), 1_000).row.messageId).toBe(bizKeyMessageId('order.paid', 'order-1:paid'));
+    expect(identifyDelivery(withBizKey, { orderId: 1 }, message('{}'), 1_000).row).toMatchObject({ type: '', messageId: bizKeyMessageId('', 'order-1:paid') });
+    // Two facts whose text runs together the same way get ids of their own.
+    expect(bizKeyMessageId('order:paid', '42')).not.toBe(bizKeyMessageId('order', 'paid:42'));
   });
 
   it('rejects a message it cannot dedupe, unless the handler opted into a content hash', () => {
