@@ -52,7 +52,8 @@ const TIMESTAMP = /^(?:0|[1-9][0-9]{0,11})$/;
  * the same signed text be split differently. ASCII keeps the header's bytes and the signed bytes one.
  */
 const ID = /^[\x21-\x2d\x2f-\x7e]+$/;
-const MAX_ID_LENGTH = 256;
+/** The inbox's message id column holds 255 characters: a longer id would pass here and be refused there. */
+const MAX_ID_LENGTH = 255;
 /** Room for dozens of signatures; it bounds the work one request can cause (one HMAC per secret, whatever the header). */
 const MAX_SIGNATURE_HEADER_LENGTH = 4096;
 

@@ -175,18 +175,20 @@ describe('httpTransportOptionProblems', () => {
     expect(problemsOf({ headers: { 'bad name': 'x' } })).toEqual(['endpoints.partner.headers: "bad name" is not an HTTP header name']);
     expect(problemsOf({ headers: { '': 'x' } })).toEqual(['endpoints.partner.headers: "" is not an HTTP header name']);
     expect(problemsOf({ headers: { 'x:y': 'x' } })).toEqual(['endpoints.partner.headers: "x:y" is not an HTTP header name']);
-    for (const name of ['Content-Type', 'content-length', 'Host', 'webhook-id', 'Webhook-Timestamp', 'webhook-signature', 'Idempotency-Key']) {
+    for (const name of ['Content-Type', 'content-length', 'Host', 'webhook-id', 'Webhook-Timestamp', 'webhook-signature', 'Idempotency-Key', 'Transfer-Encoding', 'expect', 'Upgrade', 'keep-alive', 'connection']) {
       expect(problemsOf({ headers: { [name]: 'x' } })).toEqual([`endpoints.partner.headers: ${name} is set by the transport`]);
     }
   });
 
-  it('refuses header values that could inject headers, without quoting them', () => {
-    for (const value of ['a\r\nX-Injected: 1', 'a\nb', 'a\rb', 'a\u0000b']) {
+  it('refuses header values that could inject headers or that fetch cannot send, without quoting them', () => {
+    const refused = 'endpoints.partner.headers.x-tenant must be a string of tabs, printable ASCII and Latin-1 characters';
+    for (const value of ['a\r\nX-Injected: 1', 'a\nb', 'a\rb', 'a\u0000b', 'Bearer tök€n', 'emoji 🙂']) {
       const problems = problemsOf({ headers: { 'x-tenant': value } });
-      expect(problems).toEqual(['endpoints.partner.headers.x-tenant must be a string without CR, LF or NUL']);
+      expect(problems).toEqual([refused]);
       expect(problems.join()).not.toContain('Injected');
     }
-    expect(problemsOf({ headers: { 'x-tenant': 42 as never } })).toEqual(['endpoints.partner.headers.x-tenant must be a string without CR, LF or NUL']);
+    expect(problemsOf({ headers: { 'x-tenant': 42 as never } })).toEqual([refused]);
+    expect(problemsOf({ headers: { 'x-tenant': 'Bearer tök\tn' } })).toEqual([]);
   });
 
   it('asks for a positive whole number of milliseconds as the timeout', () => {

@@ -26,8 +26,28 @@ export const DEFAULT_HTTP_TIMEOUT_MS = 5_000;
 
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
-/** Headers the transport sets on every attempt; an endpoint may not replace them. */
-const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'webhook-id', 'webhook-timestamp', 'webhook-signature', 'idempotency-key']);
+/**
+ * Headers an endpoint may not set: those the transport sets on every attempt, and those about the
+ * connection, which Node's fetch refuses on every send (each message would spend its attempts).
+ */
+const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+  'idempotency-key',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+]);
+/** A header value fetch sends: tab, visible ASCII, space and the Latin-1 range (one byte each). */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** Every problem with the transport's options, each naming the option at fault (secrets never quoted). */
 export function httpTransportOptionProblems(options: HttpOutboxTransportOptions): string[] {
@@ -53,7 +73,7 @@ function endpointProblems(where: string, endpoint: HttpEndpoint): string[] {
   for (const [name, value] of Object.entries(endpoint.headers ?? {})) {
     if (!HEADER_NAME.test(name)) problems.push(`${where}.headers: "${printable(name)}" is not an HTTP header name`);
     else if (RESERVED_HEADERS.has(name.toLowerCase())) problems.push(`${where}.headers: ${name} is set by the transport`);
-    else if (typeof value !== 'string' || /[\r\n\0]/.test(value)) problems.push(`${where}.headers.${name} must be a string without CR, LF or NUL`);
+    else if (typeof value !== 'string' || !HEADER_VALUE.test(value)) problems.push(`${where}.headers.${name} must be a string of tabs, printable ASCII and Latin-1 characters`);
   }
   const { timeoutMs } = endpoint;
   if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)) problems.push(`${where}.timeoutMs must be a positive integer of milliseconds`);
