@@ -123,6 +123,7 @@ describe('HTTP delivery', () => {
         moved: endpoint('/moved'),
         logistics: { ...endpoint('/logistics'), secret: SECRET },
         audit: endpoint('/audit'),
+        outage: endpoint('/outage'),
       },
     });
     app = await createTestApp({
@@ -274,6 +275,23 @@ describe('HTTP delivery', () => {
       expect(JSON.parse(request.body.toString('utf8'))).toEqual({ orderId: 7, note: 'é € 😀 "quoted" \\ \u2028' });
     }
   }, timeoutFor(WAIT_TIMEOUT_MS));
+
+  it('takes an endpoint that keeps answering 503 for down: its messages wait unattempted, probed, and are delivered once it is back', async () => {
+    receiver.script('/outage', [], answer(503, 'down for maintenance'));
+    const messages = [];
+    for (let i = 0; i < 8; i++) messages.push(await publish('outage', { n: i }, 3));
+    // Five failed sends open the circuit; then one probe after 1 s, the next 2 s later. Without the
+    // circuit, 3 attempts 100-200 ms apart would have sent every message to MANUAL_REQUIRED by then.
+    await waitUntil(() => receiver.to('/outage').length >= 7, 'the endpoint was probed twice after the circuit opened', 2 * WAIT_TIMEOUT_MS);
+    const during = await Promise.all(messages.map(row));
+    expect(during.filter((message) => message.status === 'MANUAL_REQUIRED')).toEqual([]);
+    // Only the sends that opened the circuit counted: 4 attempts at most, whoever made them.
+    expect(during.reduce((sum, message) => sum + message.attempts, 0)).toBeLessThanOrEqual(4);
+
+    receiver.script('/outage', [], OK);
+    for (const messageId of messages) expect((await settled(messageId, 'DONE', 2 * WAIT_TIMEOUT_MS)).status).toBe('DONE');
+    expect(new Set(receiver.to('/outage').map((request) => request.headers['webhook-id']))).toEqual(new Set(messages));
+  }, timeoutFor(4 * WAIT_TIMEOUT_MS));
 
   it('does not POST a message whose transaction rolled back', async () => {
     await expect(payments.pay('audit', { fail: true })).rejects.toThrow('payment rejected');

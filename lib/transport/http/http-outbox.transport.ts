@@ -1,16 +1,20 @@
-import { Inject, Injectable, mixin, OnModuleInit, Type } from '@nestjs/common';
-import { NonRetryableError, OutboxOptionsError } from '../../errors';
+import { Inject, Injectable, mixin, OnApplicationShutdown, OnModuleInit, Type } from '@nestjs/common';
+import { NonRetryableError, OutboxOptionsError, TransportUnavailableError } from '../../errors';
 import { printable } from '../../inbox/printable';
 import { OUTBOX_OPTIONS } from '../../outbox.constants';
 import { OutboxModuleOptions } from '../../options/outbox-module-options';
 import { signWebhook } from '../../webhooks/standard-webhooks';
 import { OutboxTransport, OutgoingMessage } from '../outbox-transport';
 import { DEFAULT_HTTP_TIMEOUT_MS, HttpEndpoint, HttpOutboxTransportOptions, httpTransportOptionProblems } from './http-endpoint';
-import { responseOutcome } from './http-response-outcome';
+import { OPEN_AFTER_FAILURES } from './endpoint-circuit';
+import { EndpointCircuits } from './endpoint-circuits';
+import { responseOutcome, retryAfterMs } from './http-response-outcome';
 import { responseStart } from './response-start';
 
 /** How much of an error answer is read, for `last_error`; a 2xx answer's body is read up to this too, then dropped. */
 const READ_BYTES = 1_024;
+/** Answers that say the endpoint is down or overloaded, not that this message is wrong. */
+const DOWN_STATUSES = new Set([429, 502, 503, 504]);
 
 /**
  * Delivers outbox messages by HTTP: each message is POSTed, its payload as the JSON body, to the
@@ -23,6 +27,10 @@ const READ_BYTES = 1_024;
  * sooner than `Retry-After`; any other answer (redirects are not followed) goes to MANUAL_REQUIRED
  * with the status and the start of the body. Uses Node's `fetch`, with its keep-alive pool.
  *
+ * An endpoint that fails five sends in a row without an answer (or with 429, 502, 503, 504) is
+ * taken for down: its messages are given back unattempted and one probe is sent after a pause
+ * (1 s, doubling to 60 s) until it answers, so a partner's outage does not spend retry budgets.
+ *
  * ```ts
  * OutboxModule.forRoot({
  *   transport: HttpOutboxTransport.for({ endpoints: { logistics: { url: 'https://logistics.example/hooks', secret } } }),
@@ -31,7 +39,7 @@ const READ_BYTES = 1_024;
  * ```
  */
 @Injectable()
-export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
+export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApplicationShutdown {
   /** The transport class for these endpoints, checked now: a mistake fails where the module is declared. */
   static for(options: HttpOutboxTransportOptions): Type<HttpOutboxTransport> {
     const problems = httpTransportOptionProblems(options);
@@ -51,6 +59,7 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
   protected readonly configured?: ReadonlyMap<string, HttpEndpoint>;
   /** The same with their timeouts resolved, at module init. */
   private readonly endpoints = new Map<string, HttpEndpoint & { timeoutMs: number }>();
+  private circuits = new EndpointCircuits([]);
 
   constructor(@Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions) {}
 
@@ -60,6 +69,19 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
     const { endpoints, problems } = resolveTimeouts(this.configured, this.options.sendTimeoutMs);
     if (problems.length > 0) throw new OutboxOptionsError(problems);
     for (const [name, endpoint] of endpoints) this.endpoints.set(name, endpoint);
+    this.circuits = new EndpointCircuits(endpoints.keys());
+  }
+
+  isAvailable(): boolean {
+    return this.circuits.available;
+  }
+
+  onAvailable(listener: () => void): () => void {
+    return this.circuits.onAvailable(listener);
+  }
+
+  onApplicationShutdown(): void {
+    this.circuits.close();
   }
 
   async send(message: OutgoingMessage): Promise<void> {
@@ -68,6 +90,9 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
     if (!endpoint) {
       throw new NonRetryableError(`no HTTP endpoint "${printable(name)}" is configured: add it to HttpOutboxTransport.for({ endpoints }) and requeue the message`);
     }
+    const circuit = this.circuits.get(name)!;
+    const pass = circuit.admit();
+    if (pass === 'wait') throw this.down(name);
     const timestamp = Math.floor(Date.now() / 1_000);
     const headers: Record<string, string> = {
       ...endpoint.headers,
@@ -85,10 +110,35 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit {
       bodyStart = await responseStart(response, READ_BYTES);
     } catch (error) {
       const timedOut = (error as Error)?.name === 'TimeoutError';
-      throw new Error(timedOut ? `endpoint "${name}" did not answer within ${endpoint.timeoutMs} ms` : `POST to endpoint "${name}" failed`, { cause: error });
+      const failure = new Error(timedOut ? `endpoint "${name}" did not answer within ${endpoint.timeoutMs} ms` : `POST to endpoint "${name}" failed`, { cause: error });
+      throw this.failedAsDown(name, pass, failure);
     }
-    const failure = responseOutcome(response.status, response.headers.get('retry-after'), bodyStart, name);
+    const retryAfter = response.headers.get('retry-after');
+    const failure = responseOutcome(response.status, retryAfter, bodyStart, name);
+    if (failure && DOWN_STATUSES.has(response.status)) throw this.failedAsDown(name, pass, failure, retryAfterMs(retryAfter, Date.now()));
+    const wasOpen = circuit.waiting;
+    circuit.answered();
+    this.circuits.closed(name, wasOpen);
     if (failure) throw failure;
+  }
+
+  /**
+   * Records a failure that says the endpoint is down. The message's attempt counts while the
+   * endpoint is taken for up; once its circuit is open (this failure may open it), or for a
+   * probe, the message is given back unattempted.
+   */
+  private failedAsDown(name: string, pass: 'send' | 'probe', failure: Error, retryAfter?: number): Error {
+    const circuit = this.circuits.get(name)!;
+    circuit.down(retryAfter);
+    this.circuits.paused(name);
+    return pass === 'probe' || circuit.waiting ? this.down(name, failure) : failure;
+  }
+
+  private down(name: string, cause?: Error): TransportUnavailableError {
+    return new TransportUnavailableError(
+      `endpoint "${printable(name)}" is taken for down after ${OPEN_AFTER_FAILURES} failed sends in a row; its messages wait, unattempted, until a probe is answered`,
+      { cause },
+    );
   }
 }
 
