@@ -41,6 +41,8 @@ export class ClaimWorker<T extends AttemptedClaim> {
   /** A trigger that no loop has looked for since: the next loop to finish a cycle claims again. */
   private lookAgain = false;
   private stopping = false;
+  /** Rows claimed since start-up, so that drain() can say whether it found any. */
+  private claimedRows = 0;
 
   constructor(private readonly spec: ClaimWorkerSpec<T>) {}
 
@@ -51,10 +53,12 @@ export class ClaimWorker<T extends AttemptedClaim> {
     this.spawn();
   }
 
-  /** Runs until no due row is left; resolves when done. */
-  async drain(): Promise<void> {
+  /** Runs until no due row is left; resolves, when done, with how many rows were claimed meanwhile. */
+  async drain(): Promise<number> {
+    const before = this.claimedRows;
     this.trigger();
     while (this.loops.size > 0) await Promise.all([...this.loops]);
+    return this.claimedRows - before;
   }
 
   /**
@@ -109,6 +113,7 @@ export class ClaimWorker<T extends AttemptedClaim> {
     const claimToken = randomUUID();
     const batch = await this.claim(claimToken);
     if (batch.length === 0) return 0;
+    this.claimedRows += batch.length;
     if (batch.length === this.spec.batchSize) this.spawn();
     this.inFlight.set(claimToken, batch);
     try {

@@ -63,9 +63,9 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     worker.trigger();
   }
 
-  /** Processes until no due delivery is left. For tests and manual draining. */
-  async drain(): Promise<void> {
-    await this.worker?.drain();
+  /** Processes until no due delivery is left; resolves with how many were claimed. For tests and manual draining. */
+  async drain(): Promise<number> {
+    return (await this.worker?.drain()) ?? 0;
   }
 
   async beforeApplicationShutdown(): Promise<void> {

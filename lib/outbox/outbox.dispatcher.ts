@@ -88,8 +88,8 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
     this.worker.trigger();
   }
 
-  /** Dispatches until no due message is left. For tests and manual draining. */
-  drain(): Promise<void> {
+  /** Dispatches until no due message is left; resolves with how many were claimed. For tests and manual draining. */
+  drain(): Promise<number> {
     return this.worker.drain();
   }
 
