@@ -1,0 +1,106 @@
+import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
+import { INestApplicationContext, Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { Test } from '@nestjs/testing';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { ClsModule } from 'nestjs-cls';
+import { Client } from 'pg';
+import { OutboxModule } from '../../lib';
+import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
+import { INVENTORY_CONSUMER, INVENTORY_RESERVED, StockOutcomeEvent } from '../src/inventory/inventory.constants';
+import { InventoryModule } from '../src/inventory/inventory.module';
+import { ReservationStatus, StockReservation } from '../src/inventory/stock-reservation.entity';
+import { ORDER_PAID, OrderPaidEvent } from '../src/orders/orders.constants';
+import { OrdersModule } from '../src/orders/orders.module';
+import { OrdersService } from '../src/orders/orders.service';
+
+/** The sample's entities use PostgreSQL types; each run gets a schema of its own. */
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SCHEMA = 'sample_app_test';
+
+/**
+ * The sample's orders and inventory as AppModule wires them, but with no broker: the outbox
+ * sends through CapturingOutboxTransport, and the test kit hands what it captured to the
+ * inventory's @InboxHandler.
+ */
+@Module({
+  imports: [
+    ClsModule.forRoot({
+      global: true,
+      plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
+    }),
+    TypeOrmModule.forRoot({ type: 'postgres', url: DATABASE_URL, schema: SCHEMA, autoLoadEntities: true, synchronize: true }),
+    ScheduleModule.forRoot(),
+    OutboxModule.forRoot({ ...OUTBOX_TEST_OPTIONS, transport: CapturingOutboxTransport }),
+    OrdersModule,
+    InventoryModule,
+  ],
+})
+class SampleTestModule {}
+
+describe('sample app: paying an order reserves stock', () => {
+  let app: INestApplicationContext;
+  let kit: OutboxTestKit;
+  let orders: OrdersService;
+
+  beforeAll(async () => {
+    const client = new Client({ connectionString: DATABASE_URL });
+    await client.connect();
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+      await client.query(`CREATE SCHEMA ${SCHEMA}`);
+    } finally {
+      await client.end();
+    }
+    const module = await Test.createTestingModule({ imports: [SampleTestModule] }).compile();
+    app = await module.init();
+    kit = OutboxTestKit.from(app, { deliverToInboxHandlers: true });
+    orders = app.get(OrdersService);
+  });
+
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  beforeEach(() => kit.transport.clear());
+
+  const reservationsOf = (orderId: number) => app.get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost).tx.getRepository(StockReservation).findBy({ orderId });
+
+  it('publishes order.paid once, delivers it to the inventory, and reserves stock', async () => {
+    const order = await orders.create(2_500);
+    await orders.pay(order.id);
+    await kit.flush();
+
+    expect(kit.transport.ofType<OrderPaidEvent>(ORDER_PAID).map((message) => message.payload)).toEqual([{ orderId: order.id, amountCents: 2_500 }]);
+    const [paid] = kit.transport.ofType(ORDER_PAID);
+    expect(kit.deliveries.filter((delivery) => delivery.message === paid).map((delivery) => [delivery.consumer, delivery.outcome])).toEqual([[INVENTORY_CONSUMER, 'ack']]);
+    expect(await reservationsOf(order.id)).toEqual([expect.objectContaining({ orderId: order.id, status: ReservationStatus.RESERVED, quantity: 1 })]);
+    expect(kit.transport.ofType<StockOutcomeEvent>(INVENTORY_RESERVED).map((message) => message.payload)).toEqual([{ orderId: order.id, sku: 'SKU-1', quantity: 1 }]);
+  });
+
+  it('reserves once when order.paid arrives twice', async () => {
+    const order = await orders.create(900);
+    await orders.pay(order.id);
+    await kit.flush();
+    const [paid] = kit.transport.ofType(ORDER_PAID);
+
+    expect((await kit.deliver(paid)).map((delivery) => delivery.outcome)).toEqual(['ack']);
+    await kit.flush();
+
+    expect(await reservationsOf(order.id)).toHaveLength(1);
+    expect(kit.transport.ofType(INVENTORY_RESERVED)).toHaveLength(1);
+  });
+
+  it('sends nothing for a payment that was cancelled before its message went out', async () => {
+    const order = await orders.create(1_200);
+    kit.transport.setAvailable(false);
+    await orders.pay(order.id);
+    await orders.cancel(order.id);
+    kit.transport.setAvailable(true);
+    await kit.flush();
+
+    expect(kit.transport.messages).toHaveLength(0);
+    expect(await reservationsOf(order.id)).toHaveLength(0);
+  });
+});
