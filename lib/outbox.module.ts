@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from './dialects/database-dialect';
 import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
-import { InboxConsumers } from './inbox/deferred-consumers';
+import { InboxConsumers } from './inbox/inbox-consumers';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
 import { InboxService } from './inbox/inbox.service';
 import { InboxWakeup } from './inbox/inbox-wakeup';

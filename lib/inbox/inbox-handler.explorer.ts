@@ -10,7 +10,7 @@ import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { decoratedMethods } from './decorated-methods';
 import { golevelup } from '../transport/amqp/golevelup';
-import { InboxConsumers } from './deferred-consumers';
+import { InboxConsumers } from './inbox-consumers';
 import { callAsNest, runsMethodAlone } from './direct-call';
 import { guardedErrorHandler } from './guarded-error-handler';
 import { CONSUMER_NAME_MAX_LENGTH, DECLARED_RABBIT_HANDLER, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';

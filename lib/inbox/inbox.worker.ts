@@ -9,7 +9,7 @@ import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/se
 import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
-import { InboxConsumers } from './deferred-consumers';
+import { InboxConsumers } from './inbox-consumers';
 import { InboxWakeup } from './inbox-wakeup';
 import { printable } from './printable';
 

@@ -43,3 +43,6 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;
  * `max_allowed_packet` (16 MiB) is lower: raise it before allowing payloads near that size.
  */
 export const MAX_PAYLOAD_BYTES_LIMIT = 134_217_728;
+
+/** An HTTP header name: an RFC 9110 token. */
+export const HTTP_HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;

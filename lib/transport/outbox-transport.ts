@@ -21,7 +21,8 @@ export interface OutgoingMessage {
  *
  * What a rejection costs the message: `NonRetryableError` sends it straight to MANUAL_REQUIRED;
  * `TransportUnavailableError` (disconnected, blocked, or a failure another message caused) gives
- * it back without counting an attempt; any other error counts an attempt and retries with backoff.
+ * it back without counting an attempt; `RetryLaterError` counts one and waits at least as long as
+ * it says; any other error counts an attempt and retries with backoff.
  */
 export interface OutboxTransport {
   send(message: OutgoingMessage): Promise<void>;

@@ -1,6 +1,6 @@
 import { CONSUMER_NAME_MAX_LENGTH } from '../inbox/inbox.constants';
 import { unstorableReason } from '../inbox/storable-text';
-import { MAX_ATTEMPTS_LIMIT } from '../message/message-limits';
+import { HTTP_HEADER_NAME, MAX_ATTEMPTS_LIMIT } from '../message/message-limits';
 import { DEFAULT_KEPT_HEADERS, STANDARD_WEBHOOK_ID_HEADER } from './webhook.constants';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
 import { WebhookInboxOptions } from './webhook-inbox-options';
@@ -15,8 +15,6 @@ export interface WebhookInboxDefaults {
 
 const OPTION_NAMES = new Set(['consumer', 'messageId', 'type', 'bizKey', 'orderingKey', 'maxAttempts', 'status', 'maxBodyBytes', 'headers']);
 
-/** An HTTP header name (RFC 9110 token). */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
 
 /** A `@WebhookInbox()`'s options checked and resolved, or every problem with them, each naming its option. */
 export function resolveWebhookInbox(options: WebhookInboxOptions, defaults: WebhookInboxDefaults, where: string): { definition?: WebhookInboxDefinition; problems: string[] } {
@@ -45,7 +43,7 @@ export function resolveWebhookInbox(options: WebhookInboxOptions, defaults: Webh
   const maxBodyBytes = options.maxBodyBytes ?? defaults.maxBodyBytes;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1) problems.push('maxBodyBytes must be a positive integer');
   const headers = options.headers ?? DEFAULT_KEPT_HEADERS;
-  if (!Array.isArray(headers) || !headers.every((name) => typeof name === 'string' && HEADER_NAME.test(name))) {
+  if (!Array.isArray(headers) || !headers.every((name) => typeof name === 'string' && HTTP_HEADER_NAME.test(name))) {
     problems.push('headers must be an array of HTTP header names');
   }
   if (problems.length > 0 || !messageId) return { problems: problems.map((problem) => `${where}: ${problem}`) };
@@ -70,7 +68,7 @@ function resolveMessageId(source: unknown, problems: string[]): { extract: (requ
   if (typeof source === 'function') return { extract: source as (request: WebhookRequest) => unknown, source: 'the messageId function' };
   if (source && typeof source === 'object') {
     const { header, bodyField } = source as { header?: unknown; bodyField?: unknown };
-    if (typeof header === 'string' && HEADER_NAME.test(header) && bodyField === undefined) {
+    if (typeof header === 'string' && HTTP_HEADER_NAME.test(header) && bodyField === undefined) {
       const name = header.toLowerCase();
       // Own headers only: a header named `constructor` must not read Object.prototype's.
       return { extract: (request) => (Object.hasOwn(request.headers, name) ? request.headers[name] : undefined), source: `header "${name}"` };

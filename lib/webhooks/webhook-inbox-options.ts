@@ -12,8 +12,8 @@ export type WebhookMessageIdSource =
 /** Options of `@WebhookInbox()`. */
 export interface WebhookInboxOptions {
   /**
-   * Dedupe scope, shared with `@InboxHandler()` consumers. Default `ClassName.method`. At most 200
-   * characters (the inbox table's column).
+   * Dedupe scope, in one namespace with `@InboxHandler()` consumers (a name used by both fails
+   * start-up). Default `ClassName.method`. At most 200 characters (the inbox table's column).
    */
   consumer?: string;
   /** Where the message id comes from. Default `{ header: 'webhook-id' }`. */

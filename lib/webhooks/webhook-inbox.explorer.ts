@@ -7,7 +7,7 @@ import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { ClaimedInboxMessage } from '../dialects/inbox-dialect';
 import { OutboxError } from '../errors';
 import { decoratedMethods } from '../inbox/decorated-methods';
-import { InboxConsumers } from '../inbox/deferred-consumers';
+import { InboxConsumers } from '../inbox/inbox-consumers';
 import { DeferredReplay } from '../inbox/deferred-replay';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';

@@ -1,4 +1,5 @@
 import { printable } from '../../inbox/printable';
+import { HTTP_HEADER_NAME } from '../../message/message-limits';
 import { webhookSecretsProblems } from '../../webhooks/standard-webhooks';
 
 /** Where the HTTP transport delivers the messages that name it. */
@@ -24,8 +25,6 @@ export interface HttpOutboxTransportOptions {
 
 export const DEFAULT_HTTP_TIMEOUT_MS = 5_000;
 
-/** An HTTP header name (RFC 9110 token). */
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/i;
 /**
  * Headers an endpoint may not set: those the transport sets on every attempt, and those about the
  * connection, which Node's fetch refuses on every send (each message would spend its attempts).
@@ -71,7 +70,7 @@ function endpointProblems(where: string, endpoint: HttpEndpoint): string[] {
   if (url && url.protocol !== 'http:' && url.protocol !== 'https:') problems.push(`${where}.url must be an http: or https: URL`);
   if (url && (url.username || url.password)) problems.push(`${where}.url must not hold credentials: send them in headers`);
   for (const [name, value] of Object.entries(endpoint.headers ?? {})) {
-    if (!HEADER_NAME.test(name)) problems.push(`${where}.headers: "${printable(name)}" is not an HTTP header name`);
+    if (!HTTP_HEADER_NAME.test(name)) problems.push(`${where}.headers: "${printable(name)}" is not an HTTP header name`);
     else if (RESERVED_HEADERS.has(name.toLowerCase())) problems.push(`${where}.headers: ${name} is set by the transport`);
     else if (typeof value !== 'string' || !HEADER_VALUE.test(value)) problems.push(`${where}.headers.${name} must be a string of tabs, printable ASCII and Latin-1 characters`);
   }
