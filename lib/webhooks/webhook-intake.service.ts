@@ -45,10 +45,18 @@ export class WebhookIntake {
   ) {}
 
   async receive(definition: WebhookInboxDefinition, request: LiveRequest, response: LiveResponse): Promise<{ received: true }> {
-    const identified = identifyWebhook(definition, this.arrived(request));
+    let arrived: ArrivedRequest;
+    try {
+      arrived = this.arrived(request);
+    } catch (error) {
+      // Nest logs no HttpException: a body it did not keep would otherwise be refused unseen.
+      this.logger.error(`${printable(definition.consumer)} refused a request, nothing stored: ${printable(describeError(error, 500), 500)}`);
+      throw error;
+    }
+    const identified = identifyWebhook(definition, arrived);
     if ('refusal' in identified) {
       const { status, reason } = identified.refusal;
-      this.logger.warn(`${printable(definition.consumer)} refused a request with ${status}, nothing stored: ${reason}`);
+      this.logger.warn(`${printable(definition.consumer)} refused a request with ${status}, nothing stored: ${printable(reason, 500)}`);
       throw new HttpException({ statusCode: status, message: reason }, status);
     }
     const { row } = identified;
