@@ -22,6 +22,7 @@ export type { FailureVerdict } from './retry/error-classifier';
 export { createInboxTableMigration, createOutboxTableMigration, OUTBOX_MIGRATIONS } from './migrations/table-migrations';
 export type { MigrationClass } from './migrations/table-migrations';
 export { OutboxAdmin } from './admin/outbox-admin.service';
+export type { InboxStats, OutboxStats, TableStats } from './admin/outbox-stats';
 export type { ParkedKey } from './engine/state-table';
 export type { OutboxMessageQuery, OutboxMessageState } from './dialects/outbox-dialect';
 export { InboxHandler } from './inbox/inbox-handler.decorator';

@@ -133,6 +133,6 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     global: statics.isGlobal ?? true,
     imports: [...(definition.imports ?? []), DiscoveryModule],
     providers: [...(definition.providers ?? []), ...providers],
-    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, InboxService, InboxWorker, WebhookIntake, StuckDetector, Retention, OutboxAdmin],
+    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, InboxService, InboxWorker, WebhookIntake, StuckDetector, Retention, OutboxAdmin, OUTBOX_TRANSPORT],
   };
 }

@@ -9,14 +9,15 @@ import { unstorableReason } from '../inbox/storable-text';
 import { columnText, shortStringText } from '../message/message-text';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../outbox.constants';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
+import { inboxStats, OutboxStats, tableStats } from './outbox-stats';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEFAULT_LIMIT = 100;
 
 /**
- * Operator actions on messages that need a human: lists ordering keys parked behind a
- * MANUAL_REQUIRED head, and requeues or abandons one message (which releases its key, in
- * order). Each action is one statement, safe to run from any instance.
+ * Operator actions on messages that need a human: counts rows by status, lists ordering keys
+ * parked behind a MANUAL_REQUIRED head, and requeues or abandons one message (which releases its
+ * key, in order). Each action is one statement per table, safe to run from any instance.
  */
 @Injectable()
 export class OutboxAdmin {
@@ -27,6 +28,18 @@ export class OutboxAdmin {
     private readonly outboxWakeup: OutboxWakeup,
     private readonly inboxWakeup: InboxWakeup,
   ) {}
+
+  /**
+   * Rows per status, due rows, the oldest due time and the lag behind it, and rows in flight, for
+   * the outbox and the inbox (in total and per consumer). One aggregate statement per table; every
+   * time is the database's. It counts every row, so its cost grows with the finished history that
+   * retention keeps.
+   */
+  async stats(): Promise<OutboxStats> {
+    const outbox = await this.outbox.statusSummary(this.dataSource);
+    const inbox = await this.inbox.statusSummary(this.dataSource);
+    return { outbox: tableStats(outbox.groups, outbox.at), inbox: inboxStats(inbox), at: outbox.at };
+  }
 
   /** Where an outbox message stands (by id, or by business key and type); null when there is none. */
   async findMessage(query: OutboxMessageQuery): Promise<OutboxMessageState | null> {

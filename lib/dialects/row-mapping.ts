@@ -1,4 +1,5 @@
 import { AttemptedClaim, ExpiredClaim, ParkedKey } from '../engine/state-table';
+import { StatusSummary } from '../engine/status-summary';
 import { ClaimedInboxMessage } from './inbox-dialect';
 import { ClaimedMessage, OutboxMessageState } from './outbox-dialect';
 
@@ -65,5 +66,25 @@ export function toParkedKey(row: SelectedRow): ParkedKey {
     lastError: row.last_error,
     // A count, which some drivers return as text.
     waiting: Number(row.waiting),
+  };
+}
+
+/**
+ * The rows of `statusSummarySql`, times converted by `toDate` (each driver returns its own). An
+ * empty table gives one row with the clock and no group.
+ */
+export function toStatusSummary(rows: SelectedRow[], toDate: (value: any) => Date | null): StatusSummary {
+  return {
+    at: toDate(rows[0].db_now)!,
+    groups: rows
+      .filter((row) => row.status !== null)
+      .map((row) => ({
+        scope: row.scope ?? null,
+        status: row.status,
+        // Counts and sums, which some drivers return as text.
+        count: Number(row.n),
+        due: Number(row.due),
+        oldestDueAt: toDate(row.oldest_due),
+      })),
   };
 }

@@ -23,3 +23,20 @@ export function orderingRule(table: string, scope: string): string {
              SELECT 1 FROM ${table} AS e
              WHERE e.ordering_key = c.ordering_key${scope ? ` AND e.${scope} = c.${scope}` : ''} AND e.id < c.id AND e.${UNFINISHED_SQL}))`;
 }
+
+/**
+ * The `StateTable.statusSummary` statement, in SQL all three databases share: one aggregate scan
+ * counting rows per status (and `scope`), with how many are due and the oldest due time, joined
+ * to the clock so that an empty table still reports the time. `now` is the dialect's clock
+ * expression; `time(expression, alias)` selects a time as the dialect reads it back.
+ */
+export function statusSummarySql(table: string, scope: string | null, now: string, time = (expression: string, alias: string) => `${expression} AS ${alias}`): string {
+  const due = `${CLAIMABLE_SQL} AND next_attempt_at <= ${now}`;
+  return `SELECT ${time('clock.db_now', 'db_now')}, g.scope, g.status, g.n, g.due, ${time('g.oldest_due', 'oldest_due')}
+    FROM (SELECT ${now} AS db_now) AS clock
+    LEFT JOIN (
+      SELECT ${scope ?? 'NULL'} AS scope, status, count(*) AS n,
+             SUM(CASE WHEN ${due} THEN 1 ELSE 0 END) AS due,
+             MIN(CASE WHEN ${due} THEN next_attempt_at END) AS oldest_due
+      FROM ${table} GROUP BY ${scope ? `${scope}, ` : ''}status) AS g ON 1 = 1`;
+}

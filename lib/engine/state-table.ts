@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { MessageStatus } from '../message/message-status';
 import { SqlTarget } from '../dialects/sql-executor';
+import { StatusSummary } from './status-summary';
 
 /** A claim to settle; the token fences it against a claimant that was reclaimed meanwhile. */
 export interface ClaimRef {
@@ -79,6 +80,11 @@ export interface StateTable {
   findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]>;
   /** Backlog of claimable rows, and PROCESSING rows claimed more than `staleAfterMs` ago. */
   healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts>;
+  /**
+   * Rows per status (and consumer, in the inbox), how many are due and the oldest due time, in
+   * one aggregate statement: for `OutboxAdmin.stats()` and health checks, never a row fetch.
+   */
+  statusSummary(target: SqlTarget): Promise<StatusSummary>;
   /** Deletes up to `limit` DONE/ABANDONED rows finished more than `olderThanMs` ago; returns how many. */
   deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number>;
   /** Ordering keys whose head is MANUAL_REQUIRED, oldest head first. */

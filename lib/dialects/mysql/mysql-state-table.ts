@@ -1,12 +1,13 @@
 import { DataSource } from 'typeorm';
 import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import { StatusSummary } from '../../engine/status-summary';
 import { MessageStatus } from '../../message/message-status';
 import { stateIndexNames } from '../index-names';
-import { toExpiredClaim, toParkedKey } from '../row-mapping';
+import { toExpiredClaim, toParkedKey, toStatusSummary } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
-import { ABANDONABLE_SQL, CLAIMABLE_SQL, REQUEUABLE_SQL } from '../status-sql';
-import { forceIndex, microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId } from './mysql-sql';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, REQUEUABLE_SQL, statusSummarySql } from '../status-sql';
+import { forceIndex, microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId, isoTime, toDate } from './mysql-sql';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const FINISHED = `status IN ('${DONE}', '${ABANDONED}')`;
@@ -115,6 +116,11 @@ export class MysqlStateTable implements StateTable {
     );
     const row = result.records[0];
     return { backlog: Number(row.backlog), staleProcessing: Number(row.stale) };
+  }
+
+  async statusSummary(target: SqlTarget): Promise<StatusSummary> {
+    const result = await execute(target, statusSummarySql(this.table, this.scope, NOW, isoTime));
+    return toStatusSummary(result.records, toDate);
   }
 
   async deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number> {

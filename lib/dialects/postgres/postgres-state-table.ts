@@ -1,9 +1,10 @@
 import { DataSource } from 'typeorm';
 import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import { StatusSummary } from '../../engine/status-summary';
 import { MessageStatus } from '../../message/message-status';
-import { toExpiredClaim, toParkedKey } from '../row-mapping';
-import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, REQUEUABLE_SQL, UNFINISHED_SQL } from '../status-sql';
+import { toExpiredClaim, toParkedKey, toStatusSummary } from '../row-mapping';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, REQUEUABLE_SQL, statusSummarySql, UNFINISHED_SQL } from '../status-sql';
 import { execute, SqlTarget } from '../sql-executor';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
@@ -110,6 +111,11 @@ export class PostgresStateTable implements StateTable {
     );
     const row = result.records[0];
     return { backlog: Number(row.backlog), staleProcessing: Number(row.stale) };
+  }
+
+  async statusSummary(target: SqlTarget): Promise<StatusSummary> {
+    const result = await execute(target, statusSummarySql(this.table, this.scope, 'now()'));
+    return toStatusSummary(result.records, (value: Date | null) => value);
   }
 
   async deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number> {

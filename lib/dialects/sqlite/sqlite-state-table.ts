@@ -1,14 +1,15 @@
 import { DataSource } from 'typeorm';
 import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
 import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import { StatusSummary } from '../../engine/status-summary';
 import { MessageStatus } from '../../message/message-status';
-import { toExpiredClaim, toParkedKey } from '../row-mapping';
-import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, REQUEUABLE_SQL, UNFINISHED_SQL } from '../status-sql';
+import { toExpiredClaim, toParkedKey, toStatusSummary } from '../row-mapping';
+import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, REQUEUABLE_SQL, statusSummarySql, UNFINISHED_SQL } from '../status-sql';
 import { SqlTarget } from '../sql-executor';
 import { sqliteConnectionOf } from './sqlite-connection';
 import { SqliteRow } from './sqlite-statements';
 import { sqliteExecute } from './sqlite-executor';
-import { SQLITE_NOW, sqliteNowMinusMs, sqliteNowPlusMs } from './sqlite-time';
+import { fromSqliteTime, SQLITE_NOW, sqliteNowMinusMs, sqliteNowPlusMs } from './sqlite-time';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
@@ -117,6 +118,11 @@ export class SqliteStateTable implements StateTable {
       [staleAfterMs],
     );
     return { backlog: Number(row.backlog), staleProcessing: Number(row.stale) };
+  }
+
+  async statusSummary(target: SqlTarget): Promise<StatusSummary> {
+    const rows = await sqliteExecute(target, statusSummarySql(this.table, this.scope, SQLITE_NOW));
+    return toStatusSummary(rows, fromSqliteTime);
   }
 
   async deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number> {

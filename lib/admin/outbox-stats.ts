@@ -1,0 +1,62 @@
+import { StatusGroup, StatusSummary } from '../engine/status-summary';
+import { MessageStatus } from '../message/message-status';
+
+/** What one table (or one inbox consumer) holds, by the database's clock. */
+export interface TableStats {
+  /** Rows per status; every status is present, 0 when it has none. */
+  counts: Record<MessageStatus, number>;
+  /** PENDING and FAILED rows whose next attempt time has passed: waiting for a dispatcher or worker. */
+  due: number;
+  /** The earliest next attempt time among the due rows; null when none is due. */
+  oldestDueAt: Date | null;
+  /**
+   * How long the oldest due row has waited past its time: the database's clock when the table
+   * was counted, minus `oldestDueAt`; 0 when none is due.
+   */
+  lagMs: number;
+  /** PROCESSING rows: claimed and being sent or handled. */
+  inFlight: number;
+}
+
+/** The inbox in total, and per consumer. */
+export interface InboxStats extends TableStats {
+  byConsumer: Record<string, TableStats>;
+}
+
+/** A snapshot of both tables, from `OutboxAdmin.stats()`. */
+export interface OutboxStats {
+  outbox: TableStats;
+  inbox: InboxStats;
+  /** The database's clock when the outbox was counted (the inbox is counted a moment later). */
+  at: Date;
+}
+
+/** Folds a table's status groups into its stats, with lag measured against the database's clock `at`. */
+export function tableStats(groups: StatusGroup[], at: Date): TableStats {
+  const counts = Object.fromEntries(Object.values(MessageStatus).map((status) => [status, 0])) as Record<MessageStatus, number>;
+  let due = 0;
+  let oldestDueAt: Date | null = null;
+  for (const group of groups) {
+    // A status the library never writes (a row edited by hand) is counted nowhere.
+    if (group.status in counts) counts[group.status] += group.count;
+    due += group.due;
+    if (group.oldestDueAt && (!oldestDueAt || group.oldestDueAt < oldestDueAt)) oldestDueAt = group.oldestDueAt;
+  }
+  // Never negative: the database rounds its times finer than a Date holds.
+  const lagMs = oldestDueAt ? Math.max(0, at.getTime() - oldestDueAt.getTime()) : 0;
+  return { counts, due, oldestDueAt, lagMs, inFlight: counts[MessageStatus.PROCESSING] };
+}
+
+/** The inbox's stats in total and per consumer. */
+export function inboxStats({ groups, at }: StatusSummary): InboxStats {
+  const byScope = new Map<string, StatusGroup[]>();
+  for (const group of groups) {
+    const consumer = group.scope ?? '';
+    byScope.set(consumer, [...(byScope.get(consumer) ?? []), group]);
+  }
+  const byConsumer: Record<string, TableStats> = {};
+  for (const [consumer, consumerGroups] of [...byScope].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    byConsumer[consumer] = tableStats(consumerGroups, at);
+  }
+  return { ...tableStats(groups, at), byConsumer };
+}

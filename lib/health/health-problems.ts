@@ -1,0 +1,45 @@
+import { OutboxStats } from '../admin/outbox-stats';
+
+/** Limits past which `OutboxHealthIndicator` reports the outbox down. Each is off when absent. */
+export interface OutboxHealthThresholds {
+  /** The outbox's oldest due message may wait this long past its time. */
+  maxLagMs?: number;
+  /** This many MANUAL_REQUIRED rows, in the outbox and the inbox together, are tolerated. */
+  maxManualRequired?: number;
+  /** The inbox's oldest due delivery (deferred mode) may wait this long past its time. */
+  maxInboxLagMs?: number;
+}
+
+/** The numbers a health check reports about the tables. */
+export interface OutboxHealthFigures {
+  outbox: { lagMs: number; due: number; inFlight: number; manualRequired: number };
+  inbox: { lagMs: number; due: number; inFlight: number; manualRequired: number };
+}
+
+/** The stats a health check reports, without the per-status detail. */
+export function healthFigures(stats: OutboxStats): OutboxHealthFigures {
+  const figures = (table: OutboxStats['outbox']) => ({
+    lagMs: table.lagMs,
+    due: table.due,
+    inFlight: table.inFlight,
+    manualRequired: table.counts.MANUAL_REQUIRED,
+  });
+  return { outbox: figures(stats.outbox), inbox: figures(stats.inbox) };
+}
+
+/** What passes a threshold, one sentence each; empty when every figure is within its limit. */
+export function thresholdProblems(figures: OutboxHealthFigures, thresholds: OutboxHealthThresholds): string[] {
+  const problems: string[] = [];
+  const { maxLagMs, maxManualRequired, maxInboxLagMs } = thresholds;
+  if (maxLagMs !== undefined && figures.outbox.lagMs > maxLagMs) {
+    problems.push(`outbox lag ${figures.outbox.lagMs} ms is over maxLagMs ${maxLagMs}`);
+  }
+  if (maxInboxLagMs !== undefined && figures.inbox.lagMs > maxInboxLagMs) {
+    problems.push(`inbox lag ${figures.inbox.lagMs} ms is over maxInboxLagMs ${maxInboxLagMs}`);
+  }
+  const manualRequired = figures.outbox.manualRequired + figures.inbox.manualRequired;
+  if (maxManualRequired !== undefined && manualRequired > maxManualRequired) {
+    problems.push(`${manualRequired} MANUAL_REQUIRED rows are over maxManualRequired ${maxManualRequired}`);
+  }
+  return problems;
+}
