@@ -45,14 +45,17 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   private readonly logger = new Logger(RabbitMqOutboxTransport.name);
   private link?: BrokerLink;
   private main?: { connection: ChannelModel; publisher: Promise<ConfirmPublisher> };
-  private readonly exchanges = new ExchangeRegistry();
+  private readonly exchanges: ExchangeRegistry;
   private readonly isolation = new IsolationLane((error) => this.logBrokerClose(error, true));
   private readonly suspects = new Set<string>();
 
   constructor(
     private readonly moduleRef: ModuleRef,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
-  ) {}
+  ) {
+    // Within the send's own timeout, so that a check that hangs gives the message back unattempted.
+    this.exchanges = new ExchangeRegistry(Math.floor(options.sendTimeoutMs / 2));
+  }
 
   /**
    * Finds golevelup's connection wherever the application registered RabbitMQModule; at module

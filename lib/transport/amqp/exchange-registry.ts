@@ -13,6 +13,9 @@ export class ExchangeRegistry {
   private readonly known = new WeakMap<ChannelModel, Set<string>>();
   private readonly checking = new WeakMap<ChannelModel, Map<string, Promise<boolean>>>();
 
+  /** `checkTimeoutMs`: how long a check may go unanswered before the broker is taken for unavailable. */
+  constructor(private readonly checkTimeoutMs: number) {}
+
   /** Whether `exchange` exists on the broker of `connection`. The default exchange ('') always does. */
   exists(connection: ChannelModel, exchange: string): boolean | Promise<boolean> {
     if (exchange === '' || this.knownOn(connection).has(exchange)) return true;
@@ -20,7 +23,13 @@ export class ExchangeRegistry {
     if (!checks) this.checking.set(connection, (checks = new Map()));
     let check = checks.get(exchange);
     if (!check) {
-      check = this.check(connection, exchange).finally(() => checks.delete(exchange));
+      // Bounded, and forgotten when it fails or runs out: a check left hanging would otherwise be
+      // awaited by every later send to the exchange on this connection, each timing out and
+      // spending an attempt, instead of being asked again.
+      const started: Promise<boolean> = withTimeout(this.check(connection, exchange), this.checkTimeoutMs, exchange).finally(() => {
+        if (checks.get(exchange) === started) checks.delete(exchange);
+      });
+      check = started;
       checks.set(exchange, check);
     }
     return check;
@@ -59,4 +68,14 @@ export class ExchangeRegistry {
       await channel.close().catch(() => undefined);
     }
   }
+}
+
+/** `check`, or a TransportUnavailableError once `timeoutMs` pass first (the check runs on, unobserved). */
+function withTimeout(check: Promise<boolean>, timeoutMs: number, exchange: string): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new TransportUnavailableError(`The broker did not answer the check of exchange ${JSON.stringify(exchange)} within ${timeoutMs} ms`)), timeoutMs);
+  });
+  check.catch(() => undefined);
+  return Promise.race([check, timedOut]).finally(() => clearTimeout(timer));
 }
