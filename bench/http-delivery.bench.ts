@@ -13,7 +13,7 @@ import { mainThreadCpuMicros } from './support/thread-cpu';
 /** The library's table lives in one schema, the hand-written relay's copy of it in another: neither drains the other's backlog. */
 const LIBRARY_SCHEMA = 'bench_http_delivery';
 const BY_HAND_SCHEMA = 'bench_http_delivery_by_hand';
-/** The endpoint every message names (its `exchange`). */
+/** The endpoint every message names (its `destination`). */
 const ENDPOINT = 'sink';
 const MESSAGES = Number(process.env.BENCH_HTTP_MESSAGES ?? 10_000);
 const WARMUP_MESSAGES = 1_000;

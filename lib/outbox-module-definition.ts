@@ -2,6 +2,7 @@ import { ConfigurableModuleBuilder, Type } from '@nestjs/common';
 import { OutboxModuleOptionsInput } from './options/outbox-module-options';
 import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './options/table-names';
 import { OutboxTransport } from './transport/outbox-transport';
+import { OutboxTransportEntry } from './options/transport-lanes';
 
 /**
  * Options fixed when the module is imported, outside any async factory, because they shape the
@@ -25,6 +26,19 @@ export interface OutboxModuleStaticOptions {
    * Default: RabbitMQ through @golevelup/nestjs-rabbitmq.
    */
   transport?: Type<OutboxTransport>;
+  /**
+   * Several transports, by name, each dispatching in a lane of its own (its own claim loops,
+   * batch size, concurrency and polling, claiming only its own messages), so that a slow or
+   * broken transport never holds up another's messages. Instead of `transport`. A message names
+   * its transport in `publish()`, or `route()` or `defaultTransport` chooses one.
+   * @example transports: { default: RabbitMqOutboxTransport, partner: { transport: HttpOutboxTransport.for({ endpoints }), dispatchConcurrency: 2 } }
+   */
+  transports?: Record<string, OutboxTransportEntry>;
+  /**
+   * The transport of messages published without one that `route()` did not place. Default: the
+   * only transport, or the one named `default`.
+   */
+  defaultTransport?: string;
   /** Register OutboxService globally. Default true. */
   isGlobal?: boolean;
 }
@@ -37,7 +51,7 @@ export const {
 } = new ConfigurableModuleBuilder<OutboxModuleOptionsInput>({ moduleName: 'Outbox' })
   .setClassMethodName('forRoot')
   .setExtras<OutboxModuleStaticOptions>(
-    { tableName: DEFAULT_OUTBOX_TABLE, inboxTableName: DEFAULT_INBOX_TABLE, dataSourceName: undefined, transport: undefined, isGlobal: true },
+    { tableName: DEFAULT_OUTBOX_TABLE, inboxTableName: DEFAULT_INBOX_TABLE, dataSourceName: undefined, transport: undefined, transports: undefined, defaultTransport: undefined, isGlobal: true },
     (definition) => definition,
   )
   .build();

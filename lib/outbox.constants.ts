@@ -1,7 +1,14 @@
 /** Injection token of the validated `OutboxModuleOptions`. */
 export const OUTBOX_OPTIONS = Symbol('OUTBOX_OPTIONS');
-/** Injection token of the `OutboxTransport` that sends claimed messages. */
+/** Injection token of the default `OutboxTransport`: the one that sends messages published without a transport. */
 export const OUTBOX_TRANSPORT = Symbol('OUTBOX_TRANSPORT');
+/** Injection token of `OutboxTransports`: every configured transport, by name, with its lane's settings. */
+export const OUTBOX_TRANSPORTS = Symbol('OUTBOX_TRANSPORTS');
+
+/** Injection token of the transport named `name` (one per lane). */
+export function laneTransportToken(name: string): string {
+  return `nestjs-outbox:transport:${name}`;
+}
 /** Injection token of the `OutboxDialect` bound to the outbox table. */
 export const OUTBOX_DIALECT = Symbol('OUTBOX_DIALECT');
 /** Injection token of the TypeORM DataSource that holds the outbox table. */

@@ -20,7 +20,21 @@ import {
   OUTBOX_OPTIONS_TYPE,
   OutboxModuleStaticOptions,
 } from './outbox-module-definition';
-import { DATABASE_DIALECT, INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from './outbox.constants';
+import {
+  DATABASE_DIALECT,
+  INBOX_DIALECT,
+  laneTransportToken,
+  OUTBOX_DATA_SOURCE,
+  OUTBOX_WORKER_DATA_SOURCE,
+  OUTBOX_DIALECT,
+  OUTBOX_INSTANCE_ID,
+  OUTBOX_OPTIONS,
+  OUTBOX_TRANSPORT,
+  OUTBOX_TRANSPORTS,
+} from './outbox.constants';
+import { defaultTransportName, LaneSpec, laneSpecs } from './options/transport-lanes';
+import { OutboxTransport } from './transport/outbox-transport';
+import { OutboxTransports } from './transport/outbox-transports';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './options/outbox-module-options';
 import { TableNames } from './options/table-names';
 import { runtimeOptionProblems, validateOutboxOptions } from './options/validate-options';
@@ -52,12 +66,15 @@ import { WebhookIntake } from './webhooks/webhook-intake.service';
 export class OutboxModule extends ConfigurableOutboxModule {
   static forRoot(options: typeof OUTBOX_OPTIONS_TYPE = {}): DynamicModule {
     // Static options fail here, where the app's module is declared, before anything connects.
-    const { tableName, inboxTableName, dataSourceName, transport, isGlobal, ...runtime } = options;
-    const statics = { tableName, inboxTableName, dataSourceName, transport, isGlobal };
+    const { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal, ...runtime } = options;
+    const statics = { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal };
     const problems = [...staticOptionProblems(statics), ...runtimeOptionProblems(runtime)];
     // A transport that checks its settings against the module's does so here too, before any
     // pool opens; with forRootAsync it can only do so at module init.
-    if (problems.length === 0) problems.push(...transportOptionProblems(transport, validateOutboxOptions(runtime)));
+    if (problems.length === 0) {
+      const validated = validateOutboxOptions(runtime);
+      for (const lane of laneSpecs(statics, () => RabbitMqOutboxTransport)) problems.push(...transportOptionProblems(lane.transport, validated));
+    }
     if (problems.length > 0) throw new OutboxOptionsError(problems);
     return withOutboxProviders(super.forRoot(options), statics);
   }
@@ -71,6 +88,8 @@ export class OutboxModule extends ConfigurableOutboxModule {
 function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleStaticOptions): DynamicModule {
   const tables: TableNames = validateStaticOptions(statics);
   const { outbox: tableName, inbox: inboxTableName } = tables;
+  const lanes = laneSpecs(statics, () => RabbitMqOutboxTransport);
+  const defaultLane = defaultTransportName(statics.defaultTransport, lanes);
   const providers: Provider[] = [
     {
       provide: OUTBOX_OPTIONS,
@@ -94,7 +113,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     {
       provide: OUTBOX_WORKER_DATA_SOURCE,
       inject: [OUTBOX_DATA_SOURCE, DATABASE_DIALECT, OUTBOX_OPTIONS],
-      useFactory: openWorkerDataSource,
+      useFactory: (dataSource: DataSource, dialect: DatabaseDialect, options: OutboxModuleOptions) => openWorkerDataSource(dataSource, dialect, options, lanes),
     },
     WorkerDataSourceCloser,
     {
@@ -113,7 +132,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       // Two applications in one process must not share an identity.
       useFactory: (options: OutboxModuleOptions) => options.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     },
-    { provide: OUTBOX_TRANSPORT, useClass: statics.transport ?? RabbitMqOutboxTransport },
+    ...transportProviders(lanes, defaultLane),
     OutboxWakeup,
     OutboxService,
     OutboxDispatcher,
@@ -133,6 +152,33 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     global: statics.isGlobal ?? true,
     imports: [...(definition.imports ?? []), DiscoveryModule],
     providers: [...(definition.providers ?? []), ...providers],
-    exports: [...(definition.exports ?? []), OutboxService, OutboxDispatcher, InboxService, InboxWorker, WebhookIntake, StuckDetector, Retention, OutboxAdmin, OUTBOX_TRANSPORT],
+    exports: [
+      ...(definition.exports ?? []),
+      OutboxService,
+      OutboxDispatcher,
+      InboxService,
+      InboxWorker,
+      WebhookIntake,
+      StuckDetector,
+      Retention,
+      OutboxAdmin,
+      OUTBOX_TRANSPORT,
+      OUTBOX_TRANSPORTS,
+    ],
   };
+}
+
+/** One provider per lane's transport (Nest creates each), the registry of them all, and the default one under `OUTBOX_TRANSPORT`. */
+function transportProviders(lanes: LaneSpec[], defaultLane: string): Provider[] {
+  const tokens = lanes.map((lane) => laneTransportToken(lane.name));
+  return [
+    ...lanes.map((lane, index) => ({ provide: tokens[index], useClass: lane.transport })),
+    {
+      provide: OUTBOX_TRANSPORTS,
+      inject: tokens,
+      useFactory: (...transports: OutboxTransport[]) =>
+        new OutboxTransports(lanes.map((spec, index) => ({ name: spec.name, transport: transports[index], spec })), defaultLane),
+    },
+    { provide: OUTBOX_TRANSPORT, useExisting: laneTransportToken(defaultLane) },
+  ];
 }

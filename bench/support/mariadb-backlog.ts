@@ -32,11 +32,11 @@ export class MariadbBacklog implements OutboxBacklog {
     // The columns and times the MySQL dialect's insert writes, with what publish() would put there.
     await this.db.query(
       `INSERT INTO ${this.table}
-         (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts, next_attempt_at, created_at)
-       SELECT UUID(), 'bench.dispatched', CONCAT('bench-', seq), NULL, ?, 'bench.dispatched',
+         (message_id, message_type, biz_key, ordering_key, exchange, routing_key, destination, payload, headers, status, max_attempts, next_attempt_at, created_at)
+       SELECT UUID(), 'bench.dispatched', CONCAT('bench-', seq), NULL, ?, 'bench.dispatched', ?,
               JSON_OBJECT('n', seq, 'blob', ?), '{}', 'PENDING', 10, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6)
        FROM seq_1_to_${count}`,
-      [exchange, BENCH_BODY.blob],
+      [exchange, exchange, BENCH_BODY.blob],
     );
     const [rows] = await this.db.query(`SELECT DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%d %H:%i:%s.%f') AS at`);
     this.seededAt = (rows as { at: string }[])[0].at;

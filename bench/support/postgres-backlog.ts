@@ -31,8 +31,8 @@ export class PostgresBacklog implements OutboxBacklog {
     await this.db.query('BEGIN');
     // The columns the library's insert writes, with what publish() would put there.
     await this.db.query(
-      `INSERT INTO ${this.table} (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts)
-       SELECT gen_random_uuid(), 'bench.dispatched', 'bench-' || g, NULL, $1, 'bench.dispatched',
+      `INSERT INTO ${this.table} (message_id, message_type, biz_key, ordering_key, exchange, routing_key, destination, payload, headers, status, max_attempts)
+       SELECT gen_random_uuid(), 'bench.dispatched', 'bench-' || g, NULL, $1, 'bench.dispatched', $1,
               json_build_object('n', g, 'blob', $2::text), '{}', 'PENDING', 10
        FROM generate_series(1, $3::int) AS g`,
       [exchange, BENCH_BODY.blob, count],

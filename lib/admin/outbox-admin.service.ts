@@ -9,7 +9,7 @@ import { unstorableReason } from '../inbox/storable-text';
 import { columnText, shortStringText } from '../message/message-text';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../outbox.constants';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
-import { inboxStats, OutboxStats, tableStats } from './outbox-stats';
+import { inboxStats, OutboxStats, outboxStats } from './outbox-stats';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEFAULT_LIMIT = 100;
@@ -38,7 +38,7 @@ export class OutboxAdmin {
   async stats(): Promise<OutboxStats> {
     const outbox = await this.outbox.statusSummary(this.dataSource);
     const inbox = await this.inbox.statusSummary(this.dataSource);
-    return { outbox: tableStats(outbox.groups, outbox.at), inbox: inboxStats(inbox), at: outbox.at };
+    return { outbox: outboxStats(outbox), inbox: inboxStats(inbox), at: outbox.at };
   }
 
   /** Where an outbox message stands (by id, or by business key and type); null when there is none. */

@@ -18,6 +18,11 @@ export interface TableStats {
   inFlight: number;
 }
 
+/** The outbox in total, and per transport (each dispatched by its own lane). */
+export interface OutboxTableStats extends TableStats {
+  byTransport: Record<string, TableStats>;
+}
+
 /** The inbox in total, and per consumer. */
 export interface InboxStats extends TableStats {
   byConsumer: Record<string, TableStats>;
@@ -25,7 +30,7 @@ export interface InboxStats extends TableStats {
 
 /** A snapshot of both tables, from `OutboxAdmin.stats()`. */
 export interface OutboxStats {
-  outbox: TableStats;
+  outbox: OutboxTableStats;
   inbox: InboxStats;
   /** The database's clock when the outbox was counted (the inbox is counted a moment later). */
   at: Date;
@@ -47,16 +52,26 @@ export function tableStats(groups: StatusGroup[], at: Date): TableStats {
   return { counts, due, oldestDueAt, lagMs, inFlight: counts[MessageStatus.PROCESSING] };
 }
 
+/** The outbox's stats in total and per transport. */
+export function outboxStats({ groups, at }: StatusSummary): OutboxTableStats {
+  return { ...tableStats(groups, at), byTransport: statsByScope(groups, at) };
+}
+
 /** The inbox's stats in total and per consumer. */
 export function inboxStats({ groups, at }: StatusSummary): InboxStats {
+  return { ...tableStats(groups, at), byConsumer: statsByScope(groups, at) };
+}
+
+/** Stats per scope (transport or consumer), in name order. */
+function statsByScope(groups: StatusGroup[], at: Date): Record<string, TableStats> {
   const byScope = new Map<string, StatusGroup[]>();
   for (const group of groups) {
-    const consumer = group.scope ?? '';
-    byScope.set(consumer, [...(byScope.get(consumer) ?? []), group]);
+    const scope = group.scope ?? '';
+    byScope.set(scope, [...(byScope.get(scope) ?? []), group]);
   }
-  const byConsumer: Record<string, TableStats> = {};
-  for (const [consumer, consumerGroups] of [...byScope].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    byConsumer[consumer] = tableStats(consumerGroups, at);
+  const stats: Record<string, TableStats> = {};
+  for (const [scope, scopeGroups] of [...byScope].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    stats[scope] = tableStats(scopeGroups, at);
   }
-  return { ...tableStats(groups, at), byConsumer };
+  return stats;
 }

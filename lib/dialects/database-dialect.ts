@@ -62,7 +62,14 @@ export interface DatabaseDialect {
   guardConnections?(dataSource: DataSource): void;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
+  /** The outbox table of schema version 1, as `createOutboxTableMigration` has always made it. */
   outboxTableDdl(request: TableDdl): string[];
+  /**
+   * Schema version 2 of the outbox table (transport and destination columns, the claim index per
+   * transport), from version 1. Idempotent only where the database has `IF NOT EXISTS` for every
+   * statement (`ifNotExists` is ignored): callers check the columns first.
+   */
+  outboxV2Ddl(request: TableDdl): string[];
   inboxTableDdl(request: TableDdl): string[];
   /** Absent where identifiers have no practical length limit (SQLite). */
   readonly identifierLimit?: IdentifierLimit;

@@ -13,7 +13,13 @@ export function stateIndexNames(table: string) {
 
 /** Names of the outbox table's constraints and indexes, the same on every database. */
 export function outboxIndexNames(table: string) {
-  return { ...stateIndexNames(table), messageId: `UQ_${table}_message_id`, typeBizKey: `UQ_${table}_type_biz_key` };
+  return {
+    ...stateIndexNames(table),
+    messageId: `UQ_${table}_message_id`,
+    typeBizKey: `UQ_${table}_type_biz_key`,
+    /** Schema version 2: the claim index per transport, which replaces `claimable`. */
+    lane: `IDX_${table}_lane`,
+  };
 }
 
 /** Names of the inbox table's constraints and indexes, the same on every database. */

@@ -8,8 +8,10 @@ import { SqlTarget } from './sql-executor';
 export interface ClaimedMessage extends AttemptedClaim {
   messageId: string;
   type: string;
+  transport: string;
   exchange: string;
   routingKey: string;
+  destination: string;
   /** The JSON text as stored, sent byte for byte. */
   payload: string;
   headers: Record<string, unknown>;
@@ -43,12 +45,17 @@ export interface OutboxDialect extends StateTable {
   insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean>;
   /** The message id of the row that made an insert a duplicate. */
   findDuplicateMessageId(manager: EntityManager, row: NewOutboxRow): Promise<string | null>;
-  /** Claims up to `limit` due rows in one short transaction, skipping rows locked by others. */
-  claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]>;
+  /**
+   * Claims up to `limit` due rows of one transport's lane (default: the transport named
+   * `default`) in one short transaction, skipping rows locked by others.
+   */
+  claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport?: string): Promise<ClaimedMessage[]>;
   /** PENDING/FAILED/MANUAL_REQUIRED rows of a business event become ABANDONED; returns how many. */
   cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number>;
   /** The latest state of one message, or null when there is none. */
   findMessage(target: SqlTarget, query: OutboxMessageQuery): Promise<OutboxMessageState | null>;
+  /** Claimable (PENDING or FAILED) rows per transport. */
+  claimableByTransport(target: SqlTarget): Promise<Record<string, number>>;
   /** Signals other instances, inside the publishing transaction, that rows are waiting. */
   notifyPublished?(manager: EntityManager, channel: string): Promise<void>;
   /** Calls `onSignal` when another instance signals; resolves to a function that stops listening. */

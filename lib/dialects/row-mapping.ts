@@ -17,7 +17,7 @@ function toAttemptedClaim(row: SelectedRow, id: string): AttemptedClaim {
 }
 
 /** What a claimed row of either table carries: the message as the transport sends it or a handler gets it. */
-function toClaimed(row: SelectedRow, id: string): Omit<ClaimedMessage, 'createdAt'> {
+function toClaimed(row: SelectedRow, id: string): Omit<ClaimedMessage, 'createdAt' | 'transport' | 'destination'> {
   return {
     ...toAttemptedClaim(row, id),
     messageId: row.message_id,
@@ -30,7 +30,7 @@ function toClaimed(row: SelectedRow, id: string): Omit<ClaimedMessage, 'createdA
 }
 
 export function toClaimedMessage(row: SelectedRow, converted: Pick<ClaimedMessage, 'id' | 'createdAt'>): ClaimedMessage {
-  return { ...toClaimed(row, converted.id), createdAt: converted.createdAt };
+  return { ...toClaimed(row, converted.id), transport: row.transport, destination: row.destination, createdAt: converted.createdAt };
 }
 
 export function toClaimedInboxMessage(row: SelectedRow, converted: Pick<ClaimedInboxMessage, 'id'>): ClaimedInboxMessage {

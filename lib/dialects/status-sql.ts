@@ -40,3 +40,17 @@ export function statusSummarySql(table: string, scope: string | null, now: strin
              MIN(CASE WHEN ${due} THEN next_attempt_at END) AS oldest_due
       FROM ${table} GROUP BY ${scope ? `${scope}, ` : ''}status) AS g ON 1 = 1`;
 }
+
+/**
+ * Claimable rows (PENDING, FAILED: due or not) per transport, through the claim index, which
+ * holds only claimable rows (PostgreSQL, SQLite) or leads with the transport (MySQL): for
+ * telling which transports have messages that no lane of this process will ever claim.
+ */
+export function claimableByTransportSql(table: string): string {
+  return `SELECT transport, count(*) AS n FROM ${table} WHERE ${CLAIMABLE_SQL} GROUP BY transport`;
+}
+
+/** The rows of `claimableByTransportSql` as counts by transport name. */
+export function toCountsByTransport(rows: Record<string, any>[]): Record<string, number> {
+  return Object.fromEntries(rows.map((row) => [row.transport as string, Number(row.n)]));
+}

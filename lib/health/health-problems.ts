@@ -1,4 +1,4 @@
-import { OutboxStats } from '../admin/outbox-stats';
+import { OutboxStats, TableStats } from '../admin/outbox-stats';
 
 /** Limits past which `OutboxHealthIndicator` reports the outbox down. Each is off when absent. */
 export interface OutboxHealthThresholds {
@@ -18,7 +18,7 @@ export interface OutboxHealthFigures {
 
 /** The stats a health check reports, without the per-status detail. */
 export function healthFigures(stats: OutboxStats): OutboxHealthFigures {
-  const figures = (table: OutboxStats['outbox']) => ({
+  const figures = (table: TableStats) => ({
     lagMs: table.lagMs,
     due: table.due,
     inFlight: table.inFlight,

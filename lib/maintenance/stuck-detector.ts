@@ -2,10 +2,11 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBoo
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
+import { OutboxTransports } from '../transport/outbox-transports';
 import { OutboxDialect } from '../dialects/outbox-dialect';
 import { StateTable } from '../engine/state-table';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
-import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
@@ -19,13 +20,19 @@ export interface StuckCheckReport {
   backlog: number;
   staleProcessing: number;
   reclaimed: number;
+  /**
+   * Outbox messages waiting for a transport this process does not configure, by its name: sent
+   * once a process that has it dispatches (a rolling deploy), never by this one.
+   */
+  unconfiguredTransports: Record<string, number>;
 }
 
 /**
  * Finds claims whose claimant died: warns about PROCESSING rows older than `stuckWarnAfterMs`,
  * and reclaims those older than `stuckReclaimAfterMs` as a failed attempt (attempts + 1, new
  * backoff, token cleared; MANUAL_REQUIRED at the limit), fenced by the old token so a claimant
- * that was only slow and settles meanwhile wins. Also reports the backlog.
+ * that was only slow and settles meanwhile wins. Also reports the backlog, and warns about outbox
+ * messages published for a transport this process does not configure.
  */
 @Injectable()
 export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -36,7 +43,8 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
 
   constructor(
     @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly dataSource: DataSource,
-    @Inject(OUTBOX_DIALECT) outbox: OutboxDialect,
+    @Inject(OUTBOX_DIALECT) private readonly outbox: OutboxDialect,
+    @Inject(OUTBOX_TRANSPORTS) private readonly transports: OutboxTransports,
     @Inject(INBOX_DIALECT) inbox: InboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     outboxWakeup: OutboxWakeup,
@@ -68,7 +76,7 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   private async runCheck(): Promise<StuckCheckReport> {
-    const report: StuckCheckReport = { backlog: 0, staleProcessing: 0, reclaimed: 0 };
+    const report: StuckCheckReport = { backlog: 0, staleProcessing: 0, reclaimed: 0, unconfiguredTransports: await this.unconfiguredTransports() };
     for (const { table, wake } of this.tables) {
       const counts = await table.healthCounts(this.dataSource, this.options.stuckWarnAfterMs);
       if (counts.staleProcessing > 0) {
@@ -85,6 +93,18 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
       report.reclaimed += reclaimed;
     }
     return report;
+  }
+
+  /** Claimable outbox rows per transport that no lane of this process claims, with a warning for each. */
+  private async unconfiguredTransports(): Promise<Record<string, number>> {
+    const configured = new Set(this.transports.names());
+    const waiting = Object.entries(await this.outbox.claimableByTransport(this.dataSource)).filter(([name]) => !configured.has(name));
+    for (const [name, count] of waiting) {
+      this.logger.warn(
+        `${count} outbox message(s) wait for transport ${JSON.stringify(name)}, which this process does not configure (transports: ${[...configured].join(', ')}); a process that has it sends them`,
+      );
+    }
+    return Object.fromEntries(waiting);
   }
 
   private async reclaimExpired(table: StateTable): Promise<number> {

@@ -1,6 +1,7 @@
 import { OutboxMessageInvalidError } from '../errors';
 import { AMQP_HEADERS_MAX_BYTES, AMQP_SHORT_STRING_MAX_BYTES, HEADERS_MAX_DEPTH } from './message-limits';
 import { malformedTextReason } from './message-text';
+import { DELIVERY_HEADERS_RESERVED_BYTES } from '../transport/delivery-headers';
 
 /*
  * Sizes as amqplib 0.10's codec (`encodeTable`, `encodeFieldValue`) writes a field table: a
@@ -25,10 +26,11 @@ type Path = (string | number)[];
  * Checks headers as they will be sent (the JSON round trip of what was given, as it is stored)
  * and returns the bytes amqplib will encode them to. Refuses what amqplib cannot encode, what it
  * would send as something else, what its decoder loses on arrival, and what RabbitMQ refuses.
+ * Leaves room for the delivery headers every send adds.
  * @throws OutboxMessageInvalidError naming the header at fault
  */
 export function encodedHeadersSize(headers: object): number {
-  const size = encodedHeaderTableSize(headers);
+  const size = encodedHeaderTableSize(headers, AMQP_HEADERS_MAX_BYTES - DELIVERY_HEADERS_RESERVED_BYTES);
   for (const name of ROUTING_HEADERS) {
     const routes = (headers as Record<string, unknown>)[name];
     if (routes !== undefined && !Array.isArray(routes)) {
@@ -47,12 +49,11 @@ export function encodedHeadersSize(headers: object): number {
  * connection. What the broker refuses is left to the broker (it closes the channel, not the
  * connection).
  */
-export function encodedHeaderTableSize(headers: object): number {
+export function encodedHeaderTableSize(headers: object, maxBytes = AMQP_HEADERS_MAX_BYTES): number {
   const size = tableSize(headers, 1, []);
-  if (size > AMQP_HEADERS_MAX_BYTES) {
-    throw invalid(
-      `headers encode to ${size} bytes as an AMQP field table, more than the ${AMQP_HEADERS_MAX_BYTES} bytes amqplib can send; move large values to the payload`,
-    );
+  if (size > maxBytes) {
+    const limit = maxBytes === AMQP_HEADERS_MAX_BYTES ? `the ${maxBytes} bytes amqplib can send` : `${maxBytes} bytes (amqplib's ${AMQP_HEADERS_MAX_BYTES}, less ${AMQP_HEADERS_MAX_BYTES - maxBytes} kept for the delivery headers)`;
+    throw invalid(`headers encode to ${size} bytes as an AMQP field table, more than ${limit}; move large values to the payload`);
   }
   return size;
 }

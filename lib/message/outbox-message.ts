@@ -6,10 +6,28 @@ export interface OutboxMessage<TPayload = unknown> {
   type: string;
   /** JSON-serialisable body, sent as its JSON text; at most the module's `maxPayloadBytes` of UTF-8. */
   payload: TPayload;
-  /** Target exchange ('' for the default exchange). At most 255 bytes of UTF-8, no CR or LF. */
-  exchange: string;
-  /** Routing key. At most 255 bytes of UTF-8. */
-  routingKey: string;
+  /**
+   * The configured transport that sends it (a name from the module's `transports`). Default: what
+   * the module's `route(message)` returns, else its `defaultTransport`. A name this process does
+   * not configure is stored as it is: the message waits for a process that has that transport.
+   */
+  transport?: string;
+  /** RabbitMQ: the target exchange ('' for the default exchange). At most 255 bytes of UTF-8, no CR or LF. */
+  exchange?: string;
+  /** RabbitMQ: the routing key. At most 255 bytes of UTF-8. */
+  routingKey?: string;
+  /**
+   * Other transports' address: the name of an HTTP endpoint, or a `ClientProxy` pattern (default:
+   * the message's `type`). At most 255 bytes of UTF-8.
+   */
+  destination?: string;
+  /**
+   * Not sent before this instant, as the database's clock tells it (a past instant means now).
+   * Messages of the same `orderingKey` published after it wait behind it. Not with `delayMs`.
+   */
+  availableAt?: Date;
+  /** Not sent until this many milliseconds after the commit's insert, by the database's clock (up to a year). Not with `availableAt`. */
+  delayMs?: number;
   /**
    * The business fact plus event kind (`order-42:paid`), never a bare entity id. Publishing the
    * same `(type, bizKey)` again is a no-op, and `cancel(bizKey)` targets it. At most 255 characters.

@@ -12,12 +12,21 @@ export interface NewOutboxRow {
   type: string;
   bizKey: string | null;
   orderingKey: string | null;
+  transport: string;
   exchange: string;
   routingKey: string;
+  destination: string;
   payload: string;
   headers: string;
   maxAttempts: number;
+  /** Not sent before now + this, by the database's clock. */
+  delayMs: number;
+  /** Not sent before this instant (ISO 8601, UTC), by the database's clock; null when not given. */
+  availableAt: string | null;
 }
+
+/** The longest `delayMs`: a year. A message meant for later than that belongs in a scheduler. */
+export const MAX_DELAY_MS = 365 * 24 * 3_600_000;
 
 /** The module options a message is checked against. */
 export type MessageLimits = Pick<OutboxModuleOptions, 'maxAttempts' | 'maxPayloadBytes'>;
@@ -33,13 +42,14 @@ const NO_HEADERS = '{}';
  * its text is what gets stored.
  * @throws OutboxMessageInvalidError naming the field at fault
  */
-export function toNewOutboxRow(message: OutboxMessage, limits: MessageLimits): NewOutboxRow {
-  if (message === null || typeof message !== 'object') throw new OutboxMessageInvalidError('message must be an object');
+export function toNewOutboxRow(message: OutboxMessage, transport: string, limits: MessageLimits): NewOutboxRow {
+  assertMessageObject(message);
   const type = shortStringText('type', message.type, false);
-  const exchange = shortStringText('exchange', message.exchange, true);
-  const routingKey = shortStringText('routingKey', message.routingKey, true);
+  const exchange = shortStringText('exchange', message.exchange ?? '', true);
+  const routingKey = shortStringText('routingKey', message.routingKey ?? '', true);
   if (exchange === '') refuseLineBreaks('routingKey', routingKey, 'queue');
   else refuseLineBreaks('exchange', exchange, 'exchange');
+  const destination = shortStringText('destination', message.destination ?? '', true);
   const bizKey = optionalColumnText('bizKey', message.bizKey);
   const orderingKey = optionalColumnText('orderingKey', message.orderingKey);
   const messageId = message.messageId ?? randomUUID();
@@ -55,13 +65,43 @@ export function toNewOutboxRow(message: OutboxMessage, limits: MessageLimits): N
     type,
     bizKey,
     orderingKey,
+    transport,
     exchange,
     routingKey,
+    destination,
+    ...availability(message),
     headers: headersJson(message.headers),
     payload: payloadJson(message.payload, limits.maxPayloadBytes),
     maxAttempts,
   };
 }
+
+/** The message must be an object: checked before anything reads its fields (`route()` included). */
+export function assertMessageObject(message: unknown): asserts message is OutboxMessage {
+  if (message === null || typeof message !== 'object') throw new OutboxMessageInvalidError('message must be an object');
+}
+
+/** When the message may first be sent: `delayMs` from now, or `availableAt`, or now. */
+function availability(message: OutboxMessage): Pick<NewOutboxRow, 'delayMs' | 'availableAt'> {
+  const { delayMs, availableAt } = message;
+  if (delayMs !== undefined && availableAt !== undefined) {
+    throw new OutboxMessageInvalidError('give delayMs or availableAt, not both', 'delayMs');
+  }
+  if (delayMs !== undefined && !(Number.isInteger(delayMs) && delayMs >= 0 && delayMs <= MAX_DELAY_MS)) {
+    throw new OutboxMessageInvalidError(`delayMs must be an integer from 0 to ${MAX_DELAY_MS} (a year), got ${describe(delayMs)}`, 'delayMs');
+  }
+  if (availableAt !== undefined) {
+    const time = availableAt instanceof Date ? availableAt.getTime() : NaN;
+    // Year 9999 at most: every database's time column holds it.
+    if (!(Number.isFinite(time) && time <= MAX_AVAILABLE_AT)) {
+      throw new OutboxMessageInvalidError(`availableAt must be a valid Date before the year 10000, got ${availableAt instanceof Date ? 'an invalid Date' : describe(availableAt)}`, 'availableAt');
+    }
+    return { delayMs: 0, availableAt: new Date(Math.max(time, 0)).toISOString() };
+  }
+  return { delayMs: delayMs ?? 0, availableAt: null };
+}
+
+const MAX_AVAILABLE_AT = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 function optionalColumnText(field: string, value: unknown): string | null {
   return value === undefined || value === null ? null : columnText(field, value);

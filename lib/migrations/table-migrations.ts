@@ -3,6 +3,8 @@ import { qualifiedTable, resolveDialect } from '../dialects/resolve-dialect';
 import { DatabaseDialect, TableDdl } from '../dialects/database-dialect';
 import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../options/table-names';
 import { assertTableNameFits } from '../schema/table-name-limits';
+import { upgradeOutboxTable } from '../schema/outbox-schema-version';
+import { OutboxError } from '../errors';
 
 /** A migration class, as TypeORM's `migrations` option takes it. */
 export type MigrationClass = new () => MigrationInterface;
@@ -47,5 +49,27 @@ export function createInboxTableMigration(tableName: string = DEFAULT_INBOX_TABL
   return createTableMigration('inbox', assertTableName('inboxTableName', tableName), timestamp);
 }
 
-/** The migrations of the outbox and inbox tables, for the default table names. */
-export const OUTBOX_MIGRATIONS: MigrationClass[] = [createOutboxTableMigration(), createInboxTableMigration()];
+/**
+ * The migration upgrading an outbox table from schema version 1 (what `createOutboxTableMigration`
+ * makes) to version 2: a `transport` column (existing rows get `'default'`), a `destination`
+ * column, and the claim index per transport in place of the single claim index. A table already
+ * of version 2 is left alone.
+ */
+export function createOutboxTableV2Migration(tableName: string = DEFAULT_OUTBOX_TABLE, timestamp = 1796169600000): MigrationClass {
+  const table = assertTableName('tableName', tableName);
+  return class UpgradeOutboxTable implements MigrationInterface {
+    name = `UpgradeOutboxTableV2_${table}${timestamp}`;
+
+    async up(runner: QueryRunner): Promise<void> {
+      await upgradeOutboxTable(runner, await resolveDialect(runner.connection), table);
+    }
+
+    async down(): Promise<void> {
+      // Rows of other transports would silently go to the default one.
+      throw new OutboxError(`${this.name} cannot be reverted: without the transport column, messages published for other transports would be sent by the default one`);
+    }
+  };
+}
+
+/** The migrations of the outbox and inbox tables, for the default table names, in the order they apply. */
+export const OUTBOX_MIGRATIONS: MigrationClass[] = [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()];

@@ -1,4 +1,5 @@
 import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import type { OutboxMessage } from '../message/outbox-message';
 import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_ATTEMPTS_LIMIT, MAX_PAYLOAD_BYTES_LIMIT } from '../message/message-limits';
 
 /**
@@ -26,7 +27,8 @@ export class OutboxModuleOptions {
 
   /**
    * Connections of the dispatcher's own pool (claims, settles, LISTEN, maintenance), so that its
-   * statements never queue behind the application's transactions. Default: dispatchConcurrency + 2.
+   * statements never queue behind the application's transactions. Default: the dispatch
+   * concurrency of every transport's lane, summed, + 2.
    * 0 shares the application's pool. SQLite always shares its one connection.
    */
   @IsOptional() @IsInt() @Min(0) @Max(100)
@@ -139,6 +141,15 @@ export class OutboxModuleOptions {
    */
   @IsOptional()
   isFatalError?: (error: unknown) => boolean = undefined;
+
+  /**
+   * Chooses the transport of a message published without one: a name from `transports`, or
+   * undefined for `defaultTransport`. Runs inside `publish()`, so it must be quick and must not
+   * throw (its error fails the publish). A name no transport of this process has is stored as it
+   * is: the message waits until a process that has it dispatches it.
+   */
+  @IsOptional()
+  route?: (message: Readonly<OutboxMessage>) => string | undefined = undefined;
 }
 
 /** What users pass: every field optional. */

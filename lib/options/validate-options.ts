@@ -4,7 +4,7 @@ import { OutboxOptionsError } from '../errors';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './outbox-module-options';
 
 /** Options fixed where the module is declared (`OutboxModuleStaticOptions`), never returned by an async factory. */
-const STATIC_OPTIONS = ['tableName', 'inboxTableName', 'dataSourceName', 'transport', 'isGlobal'];
+const STATIC_OPTIONS = ['tableName', 'inboxTableName', 'dataSourceName', 'transport', 'transports', 'defaultTransport', 'isGlobal'];
 
 /** Applies defaults and validates; throws `OutboxOptionsError` naming every bad option. */
 export function validateOutboxOptions(input: OutboxModuleOptionsInput | undefined): OutboxModuleOptions {
@@ -24,6 +24,9 @@ function checkOutboxOptions(input: OutboxModuleOptionsInput | undefined): { opti
   problems.push(...unknownKeys(input), ...crossFieldProblems(options));
   if (options.isFatalError !== undefined && typeof options.isFatalError !== 'function') {
     problems.push('isFatalError must be a function');
+  }
+  if (options.route !== undefined && typeof options.route !== 'function') {
+    problems.push('route must be a function of the message returning a transport name (or undefined for defaultTransport)');
   }
   return { options, problems };
 }

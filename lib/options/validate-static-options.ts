@@ -1,5 +1,6 @@
 import { OutboxOptionsError } from '../errors';
 import type { OutboxModuleStaticOptions } from '../outbox-module-definition';
+import { laneOptionProblems } from './transport-lanes';
 import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, tableNameProblem, tableNamesClash, TableNames } from './table-names';
 
 /**
@@ -13,8 +14,9 @@ export function staticOptionProblems(statics: OutboxModuleStaticOptions): string
   // Overlaps are only worth telling once both names are valid.
   const clash = problems.length === 0 ? tableNamesClash(tables) : undefined;
   if (clash) problems.push(clash);
-  const transport = transportProblem(statics.transport);
+  const transport = transportProblem('transport', statics.transport);
   if (transport) problems.push(transport);
+  problems.push(...laneOptionProblems(statics, transportProblem));
   if (statics.dataSourceName !== undefined && (typeof statics.dataSourceName !== 'string' || statics.dataSourceName === '')) {
     problems.push(`dataSourceName must be the name of a TypeORM DataSource (a non-empty string), got ${describe(statics.dataSourceName)}`);
   }
@@ -35,9 +37,9 @@ export function validateStaticOptions(statics: OutboxModuleStaticOptions): Table
  * Nest instantiates the transport (`useClass`), so it must be a class; its `send` is looked for on
  * the prototype, where a method is, because no instance exists yet.
  */
-function transportProblem(transport: unknown): string | undefined {
-  if (transport === undefined) return undefined;
-  const expected = 'transport must be a class implementing OutboxTransport (with a send(message) method), which Nest instantiates';
+function transportProblem(option: string, transport: unknown): string | undefined {
+  if (transport === undefined) return option === 'transport' ? undefined : `${option} is missing: give the transport's class`;
+  const expected = `${option} must be a class implementing OutboxTransport (with a send(message) method), which Nest instantiates`;
   if (typeof transport === 'function') {
     const prototype = (transport as { prototype?: { send?: unknown } }).prototype;
     if (!prototype) return `${expected}; got a function that is not a class (${transport.name || 'anonymous'})`;
@@ -47,7 +49,7 @@ function transportProblem(transport: unknown): string | undefined {
   if (transport !== null && typeof transport === 'object') {
     const constructorName = (transport as object).constructor?.name;
     if (constructorName && constructorName !== 'Object') {
-      return `${expected}; got an instance of ${constructorName}: pass the class itself (transport: ${constructorName}) and let Nest create it`;
+      return `${expected}; got an instance of ${constructorName}: pass the class itself (${option}: ${constructorName}) and let Nest create it`;
     }
     return `${expected}; got an object: declare a class with a send(message) method and pass the class`;
   }

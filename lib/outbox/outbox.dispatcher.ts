@@ -1,70 +1,69 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleInit, Optional } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationBootstrap, OnModuleInit, Optional } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { DataSource } from 'typeorm';
-import { ClaimedMessage, OutboxDialect } from '../dialects/outbox-dialect';
-import { ClaimWorker } from '../engine/claim-worker';
-import { persistently } from '../engine/persistently';
-import { failurePolicyFrom, FailurePolicy, settleBatch } from '../engine/settlement';
+import { OutboxDialect } from '../dialects/outbox-dialect';
+import { failurePolicyFrom } from '../engine/settlement';
 import { OutboxError } from '../errors';
-import { OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from '../outbox.constants';
+import { OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
-import { OutboxTransport } from '../transport/outbox-transport';
+import { OutboxTransports } from '../transport/outbox-transports';
+import { DispatcherStats, DispatchLane } from './dispatch-lane';
 import { OutboxWakeup } from './outbox-wakeup';
 
-const POLL_INTERVAL_NAME = 'nestjs-outbox:dispatch';
+export type { DispatcherStats } from './dispatch-lane';
 
-/** Counters since start-up, for monitoring and tests. */
-export interface DispatcherStats {
-  claimed: number;
-  sent: number;
-  failed: number;
-  /** Given back unattempted: the transport could not send them (disconnected, blocked). */
-  released: number;
-  /** Settles that found their claim taken over (fenced off by the claim token). */
-  fenced: number;
-}
+const POLL_INTERVAL_PREFIX = 'nestjs-outbox:dispatch';
 
 /**
- * Claims due outbox rows in short transactions, sends them outside any transaction (all of a
- * batch in flight at once, each awaiting its broker confirm), and settles the batch with one
- * fenced statement per outcome. Woken after publishing commits, by other instances, by the
- * transport's return, and by polling.
- *
- * While the transport is unavailable nothing is claimed: an outage leaves messages PENDING or
- * FAILED, cancellable, with their attempts untouched. Messages the transport could not attempt
- * are given back as they were, and claiming pauses until the next poll or the transport's return.
+ * Sends committed outbox messages: one dispatch lane per configured transport (see
+ * `DispatchLane`), each with its own claim loops, batch size, concurrency and polling interval.
+ * Every lane is woken after publishing commits, by other instances, and by polling; a lane also
+ * when its transport comes back.
  */
 @Injectable()
 export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(OutboxDispatcher.name);
-  private readonly failurePolicy: FailurePolicy;
-  private readonly worker: ClaimWorker<ClaimedMessage>;
+  private readonly lanes: DispatchLane[];
+  private readonly pollIntervals = new Map<string, number>();
   private readonly unsubscribe: (() => void)[] = [];
-  /** Set when the transport failed sends as unavailable: no claims until the next poll or its return. */
-  private paused = false;
-  readonly stats: DispatcherStats = { claimed: 0, sent: 0, failed: 0, released: 0, fenced: 0 };
 
   constructor(
-    @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly dataSource: DataSource,
-    @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
-    @Inject(OUTBOX_TRANSPORT) private readonly transport: OutboxTransport,
+    @Inject(OUTBOX_WORKER_DATA_SOURCE) dataSource: DataSource,
+    @Inject(OUTBOX_DIALECT) dialect: OutboxDialect,
+    @Inject(OUTBOX_TRANSPORTS) private readonly transports: OutboxTransports,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Inject(OUTBOX_INSTANCE_ID) instanceId: string,
     private readonly wakeup: OutboxWakeup,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
-    this.failurePolicy = failurePolicyFrom(options);
-    this.worker = new ClaimWorker({
-      dataSource,
-      table: dialect,
-      batchSize: options.batchSize,
-      concurrency: options.dispatchConcurrency,
-      claim: (limit, claimToken) => dialect.claim(dataSource, limit, claimToken, instanceId),
-      process: (batch) => this.sendAndSettle(batch),
-      processTimeoutMs: options.sendTimeoutMs,
-      isReady: () => !this.paused && (transport.isAvailable?.() ?? true),
-      logger: this.logger,
+    const failurePolicy = failurePolicyFrom(options);
+    this.lanes = transports.lanes().map(({ name, transport, spec }) => {
+      this.pollIntervals.set(name, spec.pollIntervalMs ?? options.pollIntervalMs);
+      return new DispatchLane({
+        name,
+        transport,
+        batchSize: spec.batchSize ?? options.batchSize,
+        concurrency: spec.dispatchConcurrency ?? options.dispatchConcurrency,
+        sendTimeoutMs: options.sendTimeoutMs,
+        dataSource,
+        dialect,
+        instanceId,
+        failurePolicy,
+      });
     });
+  }
+
+  /** Counters since start-up, summed over every lane. */
+  get stats(): DispatcherStats {
+    const total: DispatcherStats = { claimed: 0, sent: 0, failed: 0, released: 0, fenced: 0 };
+    for (const lane of this.lanes) {
+      for (const key of Object.keys(total) as (keyof DispatcherStats)[]) total[key] += lane.stats[key];
+    }
+    return total;
+  }
+
+  /** Counters since start-up per transport, by name. */
+  laneStats(): Record<string, DispatcherStats> {
+    return Object.fromEntries(this.lanes.map((lane) => [lane.name, { ...lane.stats }]));
   }
 
   onModuleInit(): void {
@@ -75,64 +74,38 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
 
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.dispatcherEnabled || !this.scheduler) return;
-    this.scheduler.addInterval(POLL_INTERVAL_NAME, setInterval(() => this.resume(), this.options.pollIntervalMs));
+    for (const lane of this.lanes) {
+      this.scheduler.addInterval(intervalName(lane.name), setInterval(() => lane.resume(), this.pollIntervals.get(lane.name)));
+      // A backlog that waited for its transport is sent as soon as it is back, not at the next poll.
+      const transport = this.transports.get(lane.name)!;
+      if (transport.onAvailable) this.unsubscribe.push(transport.onAvailable(() => lane.resume()));
+    }
     this.unsubscribe.push(this.wakeup.subscribe(() => this.trigger()));
-    // A backlog that waited for the broker is sent as soon as it is back, not at the next poll.
-    if (this.transport.onAvailable) this.unsubscribe.push(this.transport.onAvailable(() => this.resume()));
     await this.wakeup.startListening();
     this.trigger();
   }
 
-  /** Starts a dispatch run now, or makes the current run go round once more. Never throws. */
+  /** Starts a dispatch run in every lane now, or makes a running one go round once more. Never throws. */
   trigger(): void {
-    this.worker.trigger();
+    for (const lane of this.lanes) lane.trigger();
   }
 
-  /** Dispatches until no due message is left; resolves with how many were claimed. For tests and manual draining. */
-  drain(): Promise<number> {
-    return this.worker.drain();
+  /** Dispatches until no due message is left in any lane; resolves with how many were claimed. For tests and manual draining. */
+  async drain(): Promise<number> {
+    const claimed = await Promise.all(this.lanes.map((lane) => lane.drain()));
+    return claimed.reduce((sum, n) => sum + n, 0);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
-    if (this.scheduler?.doesExist('interval', POLL_INTERVAL_NAME)) this.scheduler.deleteInterval(POLL_INTERVAL_NAME);
-    await this.worker.stop();
-  }
-
-  /** Lifts a pause and claims: on every poll, and when the transport is back. */
-  private resume(): void {
-    this.paused = false;
-    this.trigger();
-  }
-
-  private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {
-    const results = await Promise.allSettled(claimed.map((message) => this.transport.send(message)));
-    const { done, failed, released } = settleBatch(claimed, results, this.failurePolicy);
-    if (released.length > 0) this.paused = true;
-    // Retried: a lost settle would leave its rows PROCESSING until the stuck detector reclaims them.
-    const [settledDone, settledFailed, settledReleased] = await Promise.all([
-      persistently(() => this.dialect.settleDone(this.dataSource, done)),
-      persistently(() => this.dialect.settleFailed(this.dataSource, failed)),
-      persistently(() => this.dialect.release(this.dataSource, released)),
-    ]);
-    this.record(claimed.length, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
-  }
-
-  private record(claimed: number, sent: number, failed: { error: string }[], released: number, settled: number): void {
-    this.stats.claimed += claimed;
-    this.stats.sent += sent;
-    this.stats.failed += failed.length;
-    this.stats.released += released;
-    this.stats.fenced += claimed - settled;
-    if (failed.length > 0) {
-      this.logger.warn(`${failed.length} of ${claimed} message(s) not sent; first error: ${failed[0].error}`);
+    for (const lane of this.lanes) {
+      if (this.scheduler?.doesExist('interval', intervalName(lane.name))) this.scheduler.deleteInterval(intervalName(lane.name));
     }
-    if (released > 0) {
-      this.logger.warn(`${released} of ${claimed} message(s) given back unattempted: the transport is unavailable; claiming resumes when it is back`);
-    }
-    if (settled < claimed) {
-      // Also when a settle committed but its reply was lost, and its retry found nothing left to change.
-      this.logger.warn(`${claimed - settled} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
-    }
+    await Promise.all(this.lanes.map((lane) => lane.stop()));
   }
+}
+
+/** The scheduler's name of a lane's polling interval. */
+function intervalName(lane: string): string {
+  return `${POLL_INTERVAL_PREFIX}:${lane}`;
 }

@@ -5,9 +5,12 @@ import { OutboxDialect } from '../dialects/outbox-dialect';
 import { OutboxError, OutboxOutsideTransactionError } from '../errors';
 import { OutboxMessage, OutboxWriteOptions, PublishResult } from '../message/outbox-message';
 import { columnText, shortStringText } from '../message/message-text';
-import { toNewOutboxRow } from '../message/validate-message';
-import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS } from '../outbox.constants';
+import { assertMessageObject, toNewOutboxRow } from '../message/validate-message';
+import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { OutboxTransports } from '../transport/outbox-transports';
+import { OutboxMessageInvalidError } from '../errors';
+import { transportOf } from './message-router';
 import { OutboxWakeup } from './outbox-wakeup';
 
 /**
@@ -20,6 +23,7 @@ export class OutboxService {
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+    @Inject(OUTBOX_TRANSPORTS) private readonly transports: OutboxTransports,
     private readonly wakeup: OutboxWakeup,
     @Optional() private readonly transactionHost?: TransactionHost,
   ) {}
@@ -28,11 +32,17 @@ export class OutboxService {
    * Stores `message` in the current transaction; it is sent after that transaction commits.
    * Publishing the same `(type, bizKey)` or `messageId` twice is a no-op reported as
    * `duplicate: true`.
+   * The message is stored for its transport (see `OutboxMessage.transport`); where this process
+   * configures that transport, the transport checks the message's address now.
    * @throws OutboxOutsideTransactionError when no transaction is active
    * @throws OutboxMessageInvalidError when the message cannot be stored or sent as given (its `field` names what)
    */
   async publish<TPayload>(message: OutboxMessage<TPayload>, options?: OutboxWriteOptions): Promise<PublishResult> {
-    const row = toNewOutboxRow(message, this.options);
+    assertMessageObject(message);
+    const transport = transportOf(message, this.options.route, this.transports.defaultName);
+    const row = toNewOutboxRow(message, transport, this.options);
+    const problem = this.transports.get(transport)?.addressProblem?.(message);
+    if (problem) throw new OutboxMessageInvalidError(`${problem.message} (transport "${transport}")`, problem.field);
     const manager = this.transactionManager('publish', options);
     if (!(await this.dialect.insert(manager, row))) {
       const existing = await this.dialect.findDuplicateMessageId(manager, row);

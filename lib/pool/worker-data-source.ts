@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import type { LaneSpec } from '../options/transport-lanes';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
 import { OutboxError } from '../errors';
@@ -15,8 +16,15 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
  * are bookkeeping whose loss in a database crash only sends or processes messages again, and the
  * claim's flush would otherwise sit between every commit and its send.
  */
-export async function openWorkerDataSource(dataSource: DataSource, dialect: DatabaseDialect, options: OutboxModuleOptions): Promise<DataSource> {
-  const size = options.workerPoolSize ?? options.dispatchConcurrency + 2;
+export async function openWorkerDataSource(
+  dataSource: DataSource,
+  dialect: DatabaseDialect,
+  options: OutboxModuleOptions,
+  lanes: readonly Pick<LaneSpec, 'dispatchConcurrency'>[] = [{}],
+): Promise<DataSource> {
+  // One connection per loop of every lane, so no lane's claims queue behind another's, plus two
+  // for the inbox worker, LISTEN and maintenance.
+  const size = options.workerPoolSize ?? lanes.reduce((sum, lane) => sum + (lane.dispatchConcurrency ?? options.dispatchConcurrency), 0) + 2;
   if (!options.dispatcherEnabled || size === 0 || !dialect.opensWorkerPool) return dataSource;
   // The pool-size keys of `extra` would override `poolSize` (pg's `max`, mysql2's `connectionLimit`).
   const { max: _max, connectionLimit: _limit, ...poolExtra } = (dataSource.options.extra ?? {}) as Record<string, unknown>;

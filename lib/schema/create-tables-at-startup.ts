@@ -3,25 +3,30 @@ import { DataSource } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
 import { tableDdl } from '../migrations/table-migrations';
+import { tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-schema-version';
 
 /**
  * What `synchronize: true` means for the library's tables: create them, with their indexes, when
  * missing. They are not TypeORM entities because their best shape differs by database (partial
  * indexes, INTEGER rowid keys on SQLite, time types), which an entity cannot express; the
- * statements are the migrations' own, so both paths make the same tables. Existing tables are
- * never altered.
+ * statements are the migrations' own, in the same order (version 1, then each upgrade), so both
+ * paths make the same tables. Existing tables are only ever upgraded, additively.
  */
 export async function createTablesAtStartup(dataSource: DataSource, dialect: DatabaseDialect, tables: { outbox: string; inbox: string }): Promise<void> {
   if (!dataSource.options.synchronize) return;
-  const runner = dataSource.createQueryRunner();
-  try {
+  const upgraded = await withQueryRunner(dataSource, async (runner) => {
     for (const [kind, table] of [['outbox', tables.outbox], ['inbox', tables.inbox]] as const) {
+      // Only a missing table: version 1's statements on an upgraded table would bring back the
+      // index version 2 dropped. Another process may create it meanwhile: every statement is a
+      // no-op on what exists.
+      if ((await tableColumns(runner, dialect, table)).size > 0) continue;
       for (const statement of tableDdl(dialect, kind, { table, quoted: qualifiedTable(dataSource, table), ifNotExists: true })) {
         await runner.query(statement);
       }
     }
-  } finally {
-    await runner.release();
-  }
-  new Logger('OutboxModule').debug(`Ensured tables ${tables.outbox} and ${tables.inbox} (${dialect.description})`);
+    return upgradeOutboxTable(runner, dialect, tables.outbox);
+  });
+  const logger = new Logger('OutboxModule');
+  logger.debug(`Ensured tables ${tables.outbox} and ${tables.inbox} (${dialect.description})`);
+  if (upgraded) logger.log(`Upgraded the outbox table ${tables.outbox} to schema version 2 (transport and destination columns)`);
 }

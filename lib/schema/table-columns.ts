@@ -8,6 +8,10 @@ const STATE_COLUMNS = ['status', 'attempts', 'max_attempts', 'next_attempt_at', 
  * table lacking any of them is not one of the library's (or is of an older schema version).
  */
 export const TABLE_COLUMNS: Record<TableKind, readonly string[]> = {
-  outbox: ['id', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS],
+  outbox: [
+    'id', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS,
+    // Schema version 2.
+    'transport', 'destination',
+  ],
   inbox: ['id', 'consumer', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS],
 };

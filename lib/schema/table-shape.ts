@@ -1,5 +1,6 @@
 import { TableKind } from '../dialects/index-names';
 import { tableNameOption } from '../options/table-names';
+import { OUTBOX_V2_COLUMNS } from './outbox-schema-version';
 import { TABLE_COLUMNS } from './table-columns';
 
 /**
@@ -20,6 +21,13 @@ export function tableShapeProblem(kind: TableKind, table: string, columns: reado
   const present = new Set(columns.map((column) => column.toLowerCase()));
   const missing = TABLE_COLUMNS[kind].filter((column) => !present.has(column));
   if (missing.length === 0) return undefined;
+  if (kind === 'outbox' && missing.every((column) => OUTBOX_V2_COLUMNS.includes(column))) {
+    return (
+      `the outbox table ${JSON.stringify(table)} (${option}) is of schema version 1 (no column ${missing.join(', ')}): add the library's` +
+      ` upgrade migration to the DataSource's migrations and run them (OUTBOX_MIGRATIONS includes it, or createOutboxTableV2Migration(${JSON.stringify(table)})` +
+      ` for a custom name), or let the module upgrade it at start-up with the DataSource's synchronize: true`
+    );
+  }
   return (
     `the table ${JSON.stringify(table)} (${option}) exists but is not an ${kind} table: it has no column ${missing.join(', ')}.` +
     ` If it is a table of your own, set ${option} to another name; if it is an ${kind} table of an older version, run the library's migrations`

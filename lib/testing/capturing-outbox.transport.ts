@@ -100,8 +100,10 @@ export class CapturingOutboxTransport implements OutboxTransport {
     const outgoing: OutgoingMessage = {
       messageId: message.messageId,
       type: message.type,
+      transport: message.transport,
       exchange: message.exchange,
       routingKey: message.routingKey,
+      destination: message.destination,
       payload: message.payload,
       headers: structuredClone(message.headers ?? {}),
       attempts: message.attempts,

@@ -5,19 +5,39 @@ export interface OutgoingMessage {
   /** UUID to send as the broker's message id; consumers dedupe on it. */
   messageId: string;
   type: string;
+  /** The name of the configured transport the message was published for (its lane). */
+  transport: string;
+  /** RabbitMQ's address: the exchange ('' for the default exchange) and routing key; '' where unused. */
   exchange: string;
   routingKey: string;
+  /** Other transports' address: an HTTP endpoint's name, a `ClientProxy` pattern; '' when none was given. */
+  destination: string;
   /** JSON text, sent as it was stored. */
   payload: string;
   headers: Record<string, unknown>;
-  /** Failed attempts so far. */
+  /** Failed attempts so far: this send is attempt `attempts + 1`. */
   attempts: number;
+  /** When the message was published (the database's clock at insert). */
   createdAt: Date;
 }
 
+/** The address fields of a message being published, as a transport checks them. */
+export interface MessageAddress {
+  type: string;
+  exchange?: string;
+  routingKey?: string;
+  destination?: string;
+}
+
+/** What is wrong with a message's address for a transport: the field at fault, and why. */
+export interface AddressProblem {
+  field: 'exchange' | 'routingKey' | 'destination';
+  message: string;
+}
+
 /**
- * Sends one message. Resolves only once the broker has taken responsibility for it (a publisher
- * confirm); rejects otherwise. Implementations must bound every send with a timeout.
+ * Sends one message. Resolves only once the receiver has taken responsibility for it (a publisher
+ * confirm, a 2xx answer); rejects otherwise. Implementations must bound every send with a timeout.
  *
  * What a rejection costs the message: `NonRetryableError` sends it straight to MANUAL_REQUIRED;
  * `TransportUnavailableError` (disconnected, blocked, or a failure another message caused) gives
@@ -27,12 +47,19 @@ export interface OutgoingMessage {
 export interface OutboxTransport {
   send(message: OutgoingMessage): Promise<void>;
   /**
-   * Whether a send could succeed now. While false, the dispatcher claims nothing: messages stay
-   * PENDING/FAILED (and cancellable) and spend no attempts. Absent: always assumed available.
+   * Whether a send could succeed now. While false, the transport's lane claims nothing: its
+   * messages stay PENDING/FAILED (and cancellable) and spend no attempts. Absent: always available.
    */
   isAvailable?(): boolean;
   /** Calls `listener` whenever the transport becomes available again; returns an unsubscribe function. */
   onAvailable?(listener: () => void): () => void;
+  /**
+   * What is wrong with a message's address for this transport (a RabbitMQ message without a
+   * routing key, an HTTP endpoint that is not configured), checked by `publish()` so that the
+   * mistake fails the caller's transaction instead of becoming a message nobody can send.
+   * Only where the message's transport is configured in the publishing process.
+   */
+  addressProblem?(address: MessageAddress): AddressProblem | undefined;
 }
 
 /**

@@ -19,7 +19,8 @@ import { BrokerCloseError, isPermanentRefusal } from './amqp/channel-close';
 import { AmqpPublication, ConfirmPublisher } from './amqp/confirm-publisher';
 import { ExchangeRegistry } from './amqp/exchange-registry';
 import { IsolationLane } from './amqp/isolation-lane';
-import { OutboxTransport, OutgoingMessage } from './outbox-transport';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from './outbox-transport';
+import { deliveryHeaders } from './delivery-headers';
 import { encodedHeaderTableSize } from '../message/amqp-header-table';
 import { AMQP_SHORT_STRING_MAX_BYTES } from '../message/message-limits';
 import { refuseLineBreaks } from '../message/message-text';
@@ -167,7 +168,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
       }
       if (message.exchange === '') refuseLineBreaks('routingKey', message.routingKey, 'queue');
       else refuseLineBreaks('exchange', message.exchange, 'exchange');
-      encodedHeaderTableSize(message.headers);
+      encodedHeaderTableSize(sentHeaders(message));
     } catch (error) {
       throw this.unencodable(message, error);
     }
@@ -224,7 +225,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
       options: {
         messageId: message.messageId,
         type: message.type,
-        headers: message.headers,
+        headers: sentHeaders(message),
         contentType: 'application/json',
         persistent: true,
         mandatory: this.options.mandatory,
@@ -240,8 +241,20 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     this.logger.warn(`The broker closed an outbox channel (${error.message}): ${consequence}`);
   }
 
+  /** An exchange and a routing key, both given: a message without them would go nowhere. */
+  addressProblem(address: MessageAddress): AddressProblem | undefined {
+    if (address.exchange === undefined) return { field: 'exchange', message: `the RabbitMQ transport needs exchange (use '' for the default exchange)` };
+    if (address.routingKey === undefined) return { field: 'routingKey', message: 'the RabbitMQ transport needs routingKey' };
+    return undefined;
+  }
+
   private requireLink(): BrokerLink {
     if (!this.link) throw new OutboxError('The RabbitMQ outbox transport is not started yet');
     return this.link;
   }
+}
+
+/** The message's own headers with the delivery headers (attempt number, publish time) over them. */
+function sentHeaders(message: OutgoingMessage): Record<string, unknown> {
+  return { ...message.headers, ...deliveryHeaders(message) };
 }

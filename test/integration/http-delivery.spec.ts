@@ -1,8 +1,9 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { createServer, IncomingHttpHeaders, Server, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
-import { HttpOutboxTransport, OutboxService, verifyWebhook } from '../../lib';
+import { HttpOutboxTransport, OutboxDispatcher, OutboxService, verifyWebhook } from '../../lib';
 import { testDatabase } from '../support/database';
 import { createTestApp, OrderPayments } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -154,7 +155,7 @@ describe('HTTP delivery', () => {
     const outbox = app.get(OutboxService);
     const { messageId } = await app
       .get(DataSource)
-      .transaction((manager) => outbox.publish({ type: 'order.paid', exchange: endpoint, routingKey: 'order.paid', payload, maxAttempts }, { manager }));
+      .transaction((manager) => outbox.publish({ type: 'order.paid', destination: endpoint, payload, maxAttempts }, { manager }));
     return messageId;
   }
 
@@ -185,6 +186,10 @@ describe('HTTP delivery', () => {
     expect(await settled(messageId, 'DONE')).toEqual({ status: 'DONE', attempts: 1, lastError: null });
     const requests = receiver.attemptsOf(messageId);
     expect(requests.map((request) => request.headers['idempotency-key'])).toEqual([messageId, messageId]);
+    // The attempt number counts up; the publish time stays the message's.
+    expect(requests.map((request) => request.headers['outbox-attempt'])).toEqual(['1', '2']);
+    expect(requests[0].headers['outbox-published-at']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(requests[1].headers['outbox-published-at']).toBe(requests[0].headers['outbox-published-at']);
     expect(requests[0].body.equals(requests[1].body)).toBe(true);
   }, timeoutFor(WAIT_TIMEOUT_MS));
 
@@ -250,8 +255,18 @@ describe('HTTP delivery', () => {
     expect(receiver.attemptsOf(messageId)).toHaveLength(1);
   }, timeoutFor(WAIT_TIMEOUT_MS));
 
-  it('sends a message naming an endpoint that is not configured to MANUAL_REQUIRED, naming it', async () => {
-    const { messageId } = await payments.pay('warehouse');
+  it('refuses to publish for an endpoint that is not configured, and sends a stored one to MANUAL_REQUIRED, naming it', async () => {
+    await expect(payments.pay('warehouse')).rejects.toThrow(
+      expect.objectContaining({ name: 'OutboxMessageInvalidError', field: 'destination', message: expect.stringContaining('got destination "warehouse"') }),
+    );
+    // As another version of the application (or a hand-written INSERT) would have stored it.
+    const messageId = randomUUID();
+    await database.sql(
+      `INSERT INTO {outbox_message} (message_id, message_type, transport, exchange, routing_key, destination, payload, headers, status, max_attempts)
+       VALUES (?, 'order.paid', 'default', '', '', 'warehouse', '{}', '{}', 'PENDING', 3)`,
+      [messageId],
+    );
+    app.get(OutboxDispatcher).trigger();
     const failed = await settled(messageId, 'MANUAL_REQUIRED');
     expect(failed.attempts).toBe(1);
     expect(failed.lastError).toContain('no HTTP endpoint "warehouse" is configured: add it to HttpOutboxTransport.for({ endpoints }) and requeue the message');
@@ -300,11 +315,11 @@ describe('HTTP delivery', () => {
     const marker = await publish('audit', { marker: true });
     await settled(marker, 'DONE');
     await waitUntil(async () => {
-      const [busy] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE exchange = 'audit' AND status IN ('PENDING', 'PROCESSING', 'FAILED')`);
+      const [busy] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE destination = 'audit' AND status IN ('PENDING', 'PROCESSING', 'FAILED')`);
       return Number(busy.n) === 0;
     }, 'no audit message is left to send');
     expect(receiver.to('/audit').map((request) => request.headers['webhook-id'])).toEqual([marker]);
-    const [stored] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE exchange = 'audit'`);
+    const [stored] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE destination = 'audit'`);
     expect(Number(stored.n)).toBe(1);
   }, timeoutFor(2 * WAIT_TIMEOUT_MS));
 });

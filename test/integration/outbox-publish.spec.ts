@@ -51,7 +51,9 @@ describe('Outbox publishing', () => {
     expect(message.properties.type).toBe('order.paid');
     expect(message.properties.deliveryMode).toBe(2);
     expect(message.properties.contentType).toBe('application/json');
-    const rows = await database.sql(`SELECT status, attempts, processed_at FROM {outbox_message} WHERE message_id = ?`, [messageId]);
+    const rows = await database.sql(`SELECT status, attempts, processed_at, created_at FROM {outbox_message} WHERE message_id = ?`, [messageId]);
+    // The delivery headers: the first attempt, and the publish time as the row records it.
+    expect(message.properties.headers).toEqual({ 'outbox-attempt': 1, 'outbox-published-at': toDate(rows[0].created_at)!.toISOString() });
     expect(rows).toEqual([expect.objectContaining({ status: 'DONE' })]);
     expect(Number(rows[0].attempts)).toBe(0);
     // Set when it was sent: a moment ago by the database's clock.

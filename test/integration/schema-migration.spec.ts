@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { createInboxTableMigration, createOutboxTableMigration, OUTBOX_MIGRATIONS } from '../../lib';
+import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration, OUTBOX_MIGRATIONS } from '../../lib';
 import { describeOn, freshSchema, sql } from '../support/database';
 import { POSTGRES_URL } from '../support/environment';
 import { createTestApp } from '../support/test-app';
@@ -59,17 +59,18 @@ describeOn(['postgres'], 'Table migrations (PostgreSQL: compares information_sch
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('creates a custom-named table with its own index names', async () => {
-    await migrate(MIGRATED, [createOutboxTableMigration('billing_outbox'), createInboxTableMigration('billing_inbox')]);
+    await migrate(MIGRATED, [createOutboxTableMigration('billing_outbox'), createInboxTableMigration('billing_inbox'), createOutboxTableV2Migration('billing_outbox')]);
     const { indexes } = await shape(MIGRATED, 'billing_outbox');
     expect(indexes.map((i) => i.name)).toEqual([
-      'IDX_billing_outbox_claimable',
+      'IDX_billing_outbox_lane',
       'IDX_billing_outbox_ordering',
       'IDX_billing_outbox_processing',
       'PK_billing_outbox',
       'UQ_billing_outbox_message_id',
       'UQ_billing_outbox_type_biz_key',
     ]);
-    // The claim index covers only claimable rows, so retained history does not slow claims.
-    expect(indexes[0].def).toMatch(/WHERE \(\(status\)::text = ANY/);
+    // The claim index covers only claimable rows, so retained history does not slow claims; one
+    // range of it per transport.
+    expect(indexes[0].def).toMatch(/\(transport, id\) WHERE \(\(status\)::text = ANY/);
   });
 });

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { ClaimRef, FailedSettlement } from '../../lib/engine/state-table';
 import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-dialect';
 import { MessageStatus } from '../../lib/message/message-status';
-import { createInboxTableMigration, createOutboxTableMigration } from '../../lib/migrations/table-migrations';
+import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration } from '../../lib/migrations/table-migrations';
 import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
 import { newDatabaseForEachTest } from './sqlite-database-per-test';
 import { describeSqlite, DialectTables, inboxRow, INBOX_TABLE, openSqlite, outboxRow, outboxState, OUTBOX_TABLE, publish, sleep } from './sqlite-dialect-fixture';
@@ -104,8 +104,10 @@ describeSqlite('SQLite dialect', () => {
         claimToken: firstToken,
         messageId: rows[0].messageId,
         type: 'test.event',
+        transport: 'default',
         exchange: 'test',
         routingKey: 'test.event',
+        destination: '',
         payload: '{"n":1}',
         headers: { h: 'v' },
         attempts: 0,
@@ -375,7 +377,7 @@ describeSqlite('SQLite dialect', () => {
     it('is the same from the migrations and from start-up creation, which is idempotent', async () => {
       const migrated = await openSqlite(databases.newFile(), {
         synchronize: false,
-        migrations: [createOutboxTableMigration(OUTBOX_TABLE), createInboxTableMigration(INBOX_TABLE)],
+        migrations: [createOutboxTableMigration(OUTBOX_TABLE), createInboxTableMigration(INBOX_TABLE), createOutboxTableV2Migration(OUTBOX_TABLE)],
       });
       try {
         await migrated.runMigrations();
@@ -385,7 +387,7 @@ describeSqlite('SQLite dialect', () => {
         expect(await schemaOf(migrated)).toEqual(created);
         expect(created.map((o: { name: string }) => o.name)).toEqual(
           expect.arrayContaining([
-            `IDX_${OUTBOX_TABLE}_claimable`,
+            `IDX_${OUTBOX_TABLE}_lane`,
             `IDX_${OUTBOX_TABLE}_processing`,
             `IDX_${OUTBOX_TABLE}_ordering`,
             `UQ_${INBOX_TABLE}_consumer_biz_key`,
@@ -397,8 +399,16 @@ describeSqlite('SQLite dialect', () => {
         expect(outboxSql).toContain(`CONSTRAINT "PK_${OUTBOX_TABLE}" PRIMARY KEY ("id" AUTOINCREMENT)`);
         expect(outboxSql).toContain(`CONSTRAINT "UQ_${OUTBOX_TABLE}_type_biz_key" UNIQUE ("biz_key", "message_type")`);
 
-        await migrated.undoLastMigration();
-        expect((await schemaOf(migrated)).map((o: { name: string }) => o.name)).not.toContain(INBOX_TABLE);
+        // The upgrade cannot be reverted; the creating migrations can.
+        await expect(migrated.undoLastMigration()).rejects.toThrow(/cannot be reverted/);
+        const createdOnly = await openSqlite(databases.newFile(), { synchronize: false, migrations: [createOutboxTableMigration(OUTBOX_TABLE), createInboxTableMigration(INBOX_TABLE)] });
+        try {
+          await createdOnly.runMigrations();
+          await createdOnly.undoLastMigration();
+          expect((await schemaOf(createdOnly)).map((o: { name: string }) => o.name)).not.toContain(INBOX_TABLE);
+        } finally {
+          await createdOnly.destroy();
+        }
       } finally {
         await migrated.destroy();
       }
@@ -408,7 +418,7 @@ describeSqlite('SQLite dialect', () => {
       const table = qualifiedTable(dataSource, OUTBOX_TABLE);
       const plan = async (sql: string) =>
         ((await dataSource.query(`EXPLAIN QUERY PLAN ${sql}`)) as { detail: string }[]).map((r) => r.detail).join('\n');
-      expect(await plan(`SELECT c.id FROM ${table} AS c WHERE c.status IN ('PENDING', 'FAILED') ORDER BY c.id LIMIT 10`)).toContain(`IDX_${OUTBOX_TABLE}_claimable`);
+      expect(await plan(`SELECT c.id FROM ${table} AS c WHERE c.transport = 'default' AND c.status IN ('PENDING', 'FAILED') ORDER BY c.id LIMIT 10`)).toContain(`IDX_${OUTBOX_TABLE}_lane`);
       expect(
         await plan(`SELECT 1 FROM ${table} AS e WHERE e.ordering_key = 'k' AND e.id < 5 AND e.status IN ('PENDING', 'PROCESSING', 'FAILED', 'MANUAL_REQUIRED')`),
       ).toContain(`IDX_${OUTBOX_TABLE}_ordering`);

@@ -4,6 +4,7 @@ import { connect } from 'amqplib';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import {
   createInboxTableMigration,
+  createOutboxTableV2Migration,
   createOutboxTableMigration,
   InboxHandler,
   OutboxOptionsError,
@@ -121,7 +122,10 @@ describe(`Table options on ${DATABASE_KIND}`, () => {
     it('keep every index name whole', async () => {
       for (const kind of ['outbox', 'inbox'] as TableKind[]) {
         // MariaDB/MySQL name every primary key PRIMARY.
-        const expected = derivedNames(kind, tables[kind]).map((name) => (name.startsWith('PK_') && database.kind !== 'postgres' ? 'PRIMARY' : name));
+        // The outbox's claimable index is made by version 1 and replaced by the lane index in version 2.
+        const expected = derivedNames(kind, tables[kind])
+          .filter((name) => !(kind === 'outbox' && name.endsWith('_claimable')))
+          .map((name) => (name.startsWith('PK_') && database.kind !== 'postgres' ? 'PRIMARY' : name));
         const listed = await indexNames(tables[kind]);
         if (database.kind === 'sqlite') {
           // SQLite keeps named constraints inside the table's SQL; the claim indexes are objects of their own.
@@ -179,7 +183,7 @@ describe(`Table options on ${DATABASE_KIND}`, () => {
     await expect(failure).rejects.toBeInstanceOf(OutboxSchemaError);
     await expect(failure).rejects.toThrow(
       'the table "orders" (tableName) exists but is not an outbox table: it has no column message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, attempts,' +
-        ' max_attempts, next_attempt_at, claimed_at, claim_token, claimed_by, last_error, created_at, processed_at. If it is a table of your own, set tableName to another name',
+        ' max_attempts, next_attempt_at, claimed_at, claim_token, claimed_by, last_error, created_at, processed_at, transport, destination. If it is a table of your own, set tableName to another name',
     );
     // Refused before start-up creation could add the claim indexes to it.
     expect(await indexNames('orders')).toEqual(indexesBefore);
@@ -196,7 +200,7 @@ describe(`Table options on ${DATABASE_KIND}`, () => {
 
   describe('without synchronize', () => {
     const tables = { outbox: 'migrated_outbox', inbox: 'migrated_inbox' };
-    const migrated = { synchronize: false, migrations: [createOutboxTableMigration(tables.outbox), createInboxTableMigration(tables.inbox)] };
+    const migrated = { synchronize: false, migrations: [createOutboxTableMigration(tables.outbox), createInboxTableMigration(tables.inbox), createOutboxTableV2Migration(tables.outbox)] };
     const statics = { tableName: tables.outbox, inboxTableName: tables.inbox };
 
     it('refuses to start while the tables are missing, saying how to create them', async () => {

@@ -8,8 +8,9 @@ const db = testDatabase('it_table_shape');
 const STATE_COLUMNS = ['status', 'attempts', 'max_attempts', 'next_attempt_at', 'claimed_at', 'claim_token', 'claimed_by', 'last_error', 'created_at', 'processed_at'];
 const EXPECTED = {
   outbox_message: {
-    columns: ['id', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS],
-    keys: ['IDX_outbox_message_claimable', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'PK_outbox_message', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'],
+    // Version 1's columns, then what version 2 added.
+    columns: ['id', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS, 'transport', 'destination'],
+    keys: ['IDX_outbox_message_lane', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'PK_outbox_message', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'],
   },
   inbox_message: {
     columns: ['id', 'consumer', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS],

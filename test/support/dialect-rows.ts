@@ -16,7 +16,7 @@ const MESSAGE = {
 
 /** A valid outbox row with a new message id; `overrides` set what the test is about. */
 export function outboxRow(overrides: Partial<NewOutboxRow> = {}): NewOutboxRow {
-  return { messageId: randomUUID(), ...MESSAGE, ...overrides };
+  return { messageId: randomUUID(), ...MESSAGE, transport: 'default', destination: '', delayMs: 0, availableAt: null, ...overrides };
 }
 
 /** A valid inbox row with a new message id; `overrides` set what the test is about. */

@@ -24,16 +24,18 @@ export class OrderPayments {
   ) {}
 
   /**
-   * Pays an order and publishes `order.paid` in one transaction. `holdMs` keeps the transaction
-   * open that long after publishing; `beforeCommit` runs last inside it.
+   * Pays an order and publishes `order.paid` in one transaction. `address` names the exchange
+   * (RabbitMQ) and the destination (an HTTP endpoint), whichever the transport reads. `holdMs`
+   * keeps the transaction open that long after publishing; `beforeCommit` runs last inside it.
    */
   @Transactional()
-  async pay(exchange: string, options: { fail?: boolean; holdMs?: number; bizKey?: string; beforeCommit?: () => void } = {}) {
+  async pay(address: string, options: { fail?: boolean; holdMs?: number; bizKey?: string; beforeCommit?: () => void } = {}) {
     const order = await this.txHost.tx.getRepository(TestOrder).save({ status: 'PAID' });
     const result = await this.outbox.publish({
       type: 'order.paid',
-      exchange,
+      exchange: address,
       routingKey: 'order.paid',
+      destination: address,
       bizKey: options.bizKey ?? `order-${order.id}:paid`,
       payload: { orderId: order.id },
     });

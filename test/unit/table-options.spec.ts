@@ -6,6 +6,7 @@ import { describeMysqlServer } from '../../lib/dialects/mysql/mysql-server';
 import { PostgresDialect } from '../../lib/dialects/postgres/postgres.dialect';
 import { SqliteDialect } from '../../lib/dialects/sqlite/sqlite.dialect';
 import { staticOptionProblems } from '../../lib/options/validate-static-options';
+import { OUTBOX_V2_COLUMNS } from '../../lib/schema/outbox-schema-version';
 import { TABLE_COLUMNS } from '../../lib/schema/table-columns';
 import { assertTableNamesFit, longestTableName, tableNameLengthProblem } from '../../lib/schema/table-name-limits';
 import { tableShapeProblem } from '../../lib/schema/table-shape';
@@ -152,12 +153,20 @@ describe('Table shape', () => {
     );
   });
 
-  /** The column names a CREATE TABLE statement declares (quoted names at the start of a line). */
-  const declaredColumns = (ddl: string[]) => [...ddl[0].matchAll(/^\s*["`](\w+)["`] /gm)].map((m) => m[1]);
+  it('says how to upgrade an outbox table of schema version 1', () => {
+    const version1 = TABLE_COLUMNS.outbox.filter((c) => !OUTBOX_V2_COLUMNS.includes(c));
+    expect(tableShapeProblem('outbox', 'orders_outbox', version1)).toMatch(
+      /^the outbox table "orders_outbox" \(tableName\) is of schema version 1 \(no column transport, destination\): .*createOutboxTableV2Migration\("orders_outbox"\).*synchronize: true/,
+    );
+  });
 
-  it.each(Object.keys(DIALECTS))('lists exactly the columns the %s DDL creates', (database) => {
+  /** The column names a CREATE TABLE statement declares (quoted names at the start of a line), or an ALTER TABLE adds. */
+  const declaredColumns = (ddl: string[]) => ddl.flatMap((statement) => [...statement.matchAll(/^\s*(?:ALTER TABLE .* )?(?:ADD COLUMN (?:IF NOT EXISTS )?)?["`](\w+)["`] \w/gm)].map((m) => m[1]));
+
+  it.each(Object.keys(DIALECTS))('lists exactly the columns the %s DDL creates (version 1, then the upgrade)', (database) => {
     const request: TableDdl = { table: 't', quoted: '"t"', ifNotExists: false };
-    expect(declaredColumns(DIALECTS[database].outboxTableDdl(request))).toEqual(TABLE_COLUMNS.outbox);
+    const dialect = DIALECTS[database];
+    expect(declaredColumns([...dialect.outboxTableDdl(request), ...dialect.outboxV2Ddl(request)])).toEqual(TABLE_COLUMNS.outbox);
     expect(declaredColumns(DIALECTS[database].inboxTableDdl(request))).toEqual(TABLE_COLUMNS.inbox);
   });
 });

@@ -39,6 +39,7 @@ interface LockedRow {
  * message that both hold it.
  */
 export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
+  protected override readonly summaryScope = 'consumer';
   private readonly claimTarget: ClaimTarget;
 
   /** @param quotedTable the quoted table name */

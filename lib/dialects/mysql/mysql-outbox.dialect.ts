@@ -1,5 +1,7 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { DEFAULT_TRANSPORT_NAME } from '../../options/transport-lanes';
 import { ABANDONABLE_SQL } from '../status-sql';
+import { claimableByTransportSql, toCountsByTransport } from '../status-sql';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
 import { compareIds } from '../compare-ids';
@@ -8,7 +10,7 @@ import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState }
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
-import { forceIndex, isoTime, NOW, toDate } from './mysql-sql';
+import { forceIndex, isoTime, microseconds, NOW, toDate, utcDatetime } from './mysql-sql';
 import { MysqlStateTable } from './mysql-state-table';
 
 const { PENDING, ABANDONED } = MessageStatus;
@@ -19,6 +21,8 @@ const { PENDING, ABANDONED } = MessageStatus;
  * state table.
  */
 export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect {
+  /** Stats per transport: each transport's lane is watched on its own. */
+  protected override readonly summaryScope = 'transport';
   private readonly claimTarget: ClaimTarget;
 
   /** @param quotedTable the quoted table name */
@@ -28,9 +32,10 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
   ) {
     super(quotedTable, 'outbox', null);
     this.claimTarget = {
-      table: this.indexed,
+      // The lane index (transport, status, id, next_attempt_at): each lane walks its own rows.
+      table: { ...this.indexed, useClaimIndex: forceIndex(outboxIndexNames(this.indexed.name).lane) },
       scope: null,
-      columns: `CAST(id AS CHAR) AS id, claim_token, message_id, message_type, exchange, routing_key, payload, headers,
+      columns: `CAST(id AS CHAR) AS id, claim_token, message_id, message_type, transport, exchange, routing_key, destination, payload, headers,
                 attempts, max_attempts, ordering_key, ${isoTime('created_at', 'created_at')}`,
     };
   }
@@ -45,9 +50,13 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
     const result = await execute(
       manager,
       `INSERT IGNORE INTO ${this.table}
-         (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts, next_attempt_at, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?, ${NOW}, ${NOW})`,
-      [row.messageId, row.type, row.bizKey, row.orderingKey, row.exchange, row.routingKey, row.payload, row.headers, row.maxAttempts],
+         (message_id, message_type, biz_key, ordering_key, transport, exchange, routing_key, destination, payload, headers, status, max_attempts, next_attempt_at, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?,
+               GREATEST(${NOW} + INTERVAL ? MICROSECOND, COALESCE(CAST(? AS DATETIME(6)), ${NOW})), ${NOW})`,
+      [
+        row.messageId, row.type, row.bizKey, row.orderingKey, row.transport, row.exchange, row.routingKey, row.destination,
+        row.payload, row.headers, row.maxAttempts, microseconds(row.delayMs), row.availableAt === null ? null : utcDatetime(row.availableAt),
+      ],
     );
     return result.affected === 1;
   }
@@ -66,8 +75,9 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
     return byBizKey.records[0]?.message_id ?? null;
   }
 
-  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]> {
-    const rows = await this.claimStrategy.claim(dataSource, this.claimTarget, limit, claimToken, claimedBy);
+  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport = DEFAULT_TRANSPORT_NAME): Promise<ClaimedMessage[]> {
+    const target = { ...this.claimTarget, filter: { sql: 'c.transport = ?', params: [transport] } };
+    const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
     return rows
       .map((r) => toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)! }))
       .sort((a, b) => compareIds(a.id, b.id));
@@ -94,5 +104,9 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
     );
     const r = result.records[0];
     return r ? toOutboxMessageState(r, { createdAt: toDate(r.created_at)!, processedAt: toDate(r.processed_at) }) : null;
+  }
+
+  async claimableByTransport(target: SqlTarget): Promise<Record<string, number>> {
+    return toCountsByTransport((await execute(target, claimableByTransportSql(this.table))).records);
   }
 }

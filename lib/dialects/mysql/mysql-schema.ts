@@ -93,3 +93,21 @@ export function mysqlInboxTableDdl(request: TableDdl, server: MysqlServer): stri
 ) ${tableOptions(server.collation)}`,
   ];
 }
+
+/**
+ * Schema version 2 of the outbox table: each message names its transport (its lane) and that
+ * transport's address, and the claim index leads with the transport so that each lane's claim
+ * walks `(transport, status, id)` for its own rows only. One ALTER: MySQL 8 and MariaDB 10.3+
+ * add the columns in place and build the index online. MySQL has no `ADD COLUMN IF NOT EXISTS`:
+ * run only on a table without the columns.
+ */
+export function mysqlOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
+  const names = outboxIndexNames(table);
+  return [
+    `ALTER TABLE ${quoted}
+  ADD COLUMN \`transport\` varchar(100) NOT NULL DEFAULT 'default',
+  ADD COLUMN \`destination\` varchar(255) NOT NULL DEFAULT '',
+  ADD KEY \`${names.lane}\` (\`transport\`, \`status\`, \`id\`, \`next_attempt_at\`),
+  DROP KEY \`${names.claimable}\``,
+  ];
+}

@@ -24,6 +24,11 @@ export function isoTime(column: string, alias: string): string {
   return `DATE_FORMAT(${column}, '%Y-%m-%dT%H:%i:%s.%fZ') AS ${alias}`;
 }
 
+/** An ISO 8601 UTC instant (`Date.toISOString()`) as a DATETIME literal in UTC, which every time column holds. */
+export function utcDatetime(iso: string): string {
+  return iso.replace('T', ' ').replace('Z', '');
+}
+
 /** The Date of an `isoTime` column. */
 export function toDate(text: string | null): Date | null {
   return text === null ? null : new Date(text);

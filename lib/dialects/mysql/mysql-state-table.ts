@@ -21,6 +21,9 @@ const FINISHED = `status IN ('${DONE}', '${ABANDONED}')`;
  * column an earlier SET of the same statement wrote; WHERE sees the row as it was.
  */
 export class MysqlStateTable implements StateTable {
+  /** The column `statusSummary` groups by besides status: the scope, unless a table says otherwise. */
+  protected readonly summaryScope: string | null = null;
+
   /** The quoted table name. */
   protected readonly table: string;
   /** The table with its index hints. */
@@ -119,7 +122,7 @@ export class MysqlStateTable implements StateTable {
   }
 
   async statusSummary(target: SqlTarget): Promise<StatusSummary> {
-    const result = await execute(target, statusSummarySql(this.table, this.scope, NOW, isoTime));
+    const result = await execute(target, statusSummarySql(this.table, this.summaryScope, NOW, isoTime));
     return toStatusSummary(result.records, toDate);
   }
 

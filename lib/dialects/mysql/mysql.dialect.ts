@@ -7,7 +7,7 @@ import { MysqlClaimStrategy } from './mysql-claim';
 import { ConditionalUpdateClaim } from './mysql-conditional-claim';
 import { MysqlInboxDialect } from './mysql-inbox.dialect';
 import { MysqlOutboxDialect } from './mysql-outbox.dialect';
-import { mysqlInboxTableDdl, mysqlOutboxTableDdl } from './mysql-schema';
+import { mysqlInboxTableDdl, mysqlOutboxTableDdl, mysqlOutboxV2Ddl } from './mysql-schema';
 import { detectMysqlServer, MysqlServer } from './mysql-server';
 import { SkipLockedClaim } from './mysql-skip-locked-claim';
 
@@ -49,6 +49,10 @@ export class MysqlDialect implements DatabaseDialect {
 
   outboxTableDdl(request: TableDdl): string[] {
     return mysqlOutboxTableDdl(request, this.server);
+  }
+
+  outboxV2Ddl(request: TableDdl): string[] {
+    return mysqlOutboxV2Ddl(request);
   }
 
   inboxTableDdl(request: TableDdl): string[] {

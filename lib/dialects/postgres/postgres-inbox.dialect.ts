@@ -16,6 +16,7 @@ const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.or
 
 /** PostgreSQL inbox: dedupe through unique keys and `ON CONFLICT`, claims with SKIP LOCKED. */
 export class PostgresInboxDialect extends PostgresStateTable implements InboxDialect {
+  protected override readonly summaryScope = 'consumer';
   constructor(table: string) {
     super(table, 'inbox', 'consumer');
   }

@@ -1,4 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { DEFAULT_TRANSPORT_NAME } from '../../options/transport-lanes';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
@@ -6,6 +7,7 @@ import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState }
 import { compareIds } from '../compare-ids';
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule } from '../status-sql';
+import { claimableByTransportSql, toCountsByTransport } from '../status-sql';
 import { PostgresStateTable } from './postgres-state-table';
 import { execute, SqlTarget } from '../sql-executor';
 
@@ -16,6 +18,8 @@ const { PENDING, PROCESSING, ABANDONED } = MessageStatus;
  * no-ops for duplicates, and NOTIFY wake-ups. Settles come from the shared state table.
  */
 export class PostgresOutboxDialect extends PostgresStateTable implements OutboxDialect {
+  /** Stats per transport: each transport's lane is watched on its own. */
+  protected override readonly summaryScope = 'transport';
   /** @param table the schema-qualified, quoted table name */
   constructor(table: string) {
     super(table, 'outbox', null);
@@ -25,11 +29,15 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     const result = await execute(
       manager,
       `INSERT INTO ${this.table}
-         (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '${PENDING}', $9)
+         (message_id, message_type, biz_key, ordering_key, transport, exchange, routing_key, destination, payload, headers, status, max_attempts, next_attempt_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '${PENDING}', $11,
+               GREATEST(now() + $12 * interval '1 millisecond', COALESCE($13::timestamptz, now())))
        ON CONFLICT DO NOTHING
        RETURNING id`,
-      [row.messageId, row.type, row.bizKey, row.orderingKey, row.exchange, row.routingKey, row.payload, row.headers, row.maxAttempts],
+      [
+        row.messageId, row.type, row.bizKey, row.orderingKey, row.transport, row.exchange, row.routingKey, row.destination,
+        row.payload, row.headers, row.maxAttempts, row.delayMs, row.availableAt,
+      ],
     );
     return result.records.length === 1;
   }
@@ -44,19 +52,20 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     return result.records[0]?.message_id ?? null;
   }
 
-  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]> {
+  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport = DEFAULT_TRANSPORT_NAME): Promise<ClaimedMessage[]> {
     // One statement is one short transaction: rows are locked, marked and committed together.
+    // The lane index (transport, id) over claimable rows gives this lane's rows in id order.
     const result = await execute(
       dataSource,
       `UPDATE ${this.table} SET status = '${PROCESSING}', claim_token = $1, claimed_at = now(), claimed_by = $2
        WHERE id IN (
          SELECT c.id FROM ${this.table} AS c
-         WHERE c.${CLAIMABLE_SQL} AND c.next_attempt_at <= now() AND ${orderingRule(this.table, '')}
+         WHERE c.transport = $4 AND c.${CLAIMABLE_SQL} AND c.next_attempt_at <= now() AND ${orderingRule(this.table, '')}
          ORDER BY c.id LIMIT $3
          FOR UPDATE OF c SKIP LOCKED)
-       RETURNING id, claim_token, message_id, message_type, exchange, routing_key,
+       RETURNING id, claim_token, message_id, message_type, transport, exchange, routing_key, destination,
                  payload::text AS payload, headers::text AS headers, attempts, max_attempts, ordering_key, created_at`,
-      [claimToken, claimedBy, limit],
+      [claimToken, claimedBy, limit, transport],
     );
     return result.records
       .map((r) => toClaimedMessage(r, { id: r.id, createdAt: r.created_at }))
@@ -84,6 +93,10 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     );
     const r = result.records[0];
     return r ? toOutboxMessageState(r, { createdAt: r.created_at, processedAt: r.processed_at }) : null;
+  }
+
+  async claimableByTransport(target: SqlTarget): Promise<Record<string, number>> {
+    return toCountsByTransport((await execute(target, claimableByTransportSql(this.table))).records);
   }
 
   async notifyPublished(manager: EntityManager, channel: string): Promise<void> {

@@ -15,6 +15,9 @@ const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = Messag
  * (one statement per outcome per batch), each row fenced by its claim token.
  */
 export class PostgresStateTable implements StateTable {
+  /** The column `statusSummary` groups by besides status: the scope, unless a table says otherwise. */
+  protected readonly summaryScope: string | null = null;
+
   /**
    * @param table the schema-qualified, quoted table name
    * @param scope the column that scopes message ids and ordering keys (`consumer` in the inbox)
@@ -114,7 +117,7 @@ export class PostgresStateTable implements StateTable {
   }
 
   async statusSummary(target: SqlTarget): Promise<StatusSummary> {
-    const result = await execute(target, statusSummarySql(this.table, this.scope, 'now()'));
+    const result = await execute(target, statusSummarySql(this.table, this.summaryScope, 'now()'));
     return toStatusSummary(result.records, (value: Date | null) => value);
   }
 

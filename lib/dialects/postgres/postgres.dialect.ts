@@ -4,7 +4,7 @@ import { OutboxDialect } from '../outbox-dialect';
 import { guardPostgresConnections } from './postgres-connection-guard';
 import { PostgresInboxDialect } from './postgres-inbox.dialect';
 import { PostgresOutboxDialect } from './postgres-outbox.dialect';
-import { postgresInboxTableDdl, postgresOutboxTableDdl } from './postgres-schema';
+import { postgresInboxTableDdl, postgresOutboxTableDdl, postgresOutboxV2Ddl } from './postgres-schema';
 
 /** PostgreSQL: SKIP LOCKED claims, partial indexes, NOTIFY wake-ups. */
 export class PostgresDialect implements DatabaseDialect {
@@ -47,5 +47,6 @@ export class PostgresDialect implements DatabaseDialect {
   }
 
   outboxTableDdl = postgresOutboxTableDdl;
+  outboxV2Ddl = postgresOutboxV2Ddl;
   inboxTableDdl = postgresInboxTableDdl;
 }

@@ -22,6 +22,7 @@ const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.or
  * they would otherwise nest.
  */
 export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect {
+  protected override readonly summaryScope = 'consumer';
   readonly runTransactionsOneAtATime: <T>(work: () => Promise<T>) => Promise<T>;
 
   constructor(table: string, transactionGate: SqliteTransactionGate) {

@@ -1,4 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
+import { DEFAULT_TRANSPORT_NAME } from '../../options/transport-lanes';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
 import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
@@ -6,8 +7,9 @@ import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { SqlTarget } from '../sql-executor';
 import { sqliteExecute } from './sqlite-executor';
 import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule } from '../status-sql';
+import { claimableByTransportSql, toCountsByTransport } from '../status-sql';
 import { SqliteStateTable } from './sqlite-state-table';
-import { fromSqliteTime, SQLITE_NOW } from './sqlite-time';
+import { fromSqliteTime, SQLITE_NOW, sqliteNowPlusMs, toSqliteTime } from './sqlite-time';
 
 const { PENDING, ABANDONED } = MessageStatus;
 
@@ -17,6 +19,8 @@ const { PENDING, ABANDONED } = MessageStatus;
  * (and the in-process wake-up after commit) finds new rows. Settles come from the shared state table.
  */
 export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDialect {
+  /** Stats per transport: each transport's lane is watched on its own. */
+  protected override readonly summaryScope = 'transport';
   /** @param table the quoted table name */
   constructor(table: string) {
     super(table, 'outbox', null);
@@ -26,11 +30,14 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
     const rows = await sqliteExecute(
       manager,
       `INSERT INTO ${this.table}
-         (message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, status, max_attempts)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?)
+         (message_id, message_type, biz_key, ordering_key, transport, exchange, routing_key, destination, payload, headers, status, max_attempts, next_attempt_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?, max(${sqliteNowPlusMs('?')}, COALESCE(?, ${SQLITE_NOW})))
        ON CONFLICT DO NOTHING
        RETURNING id`,
-      [row.messageId, row.type, row.bizKey, row.orderingKey, row.exchange, row.routingKey, row.payload, row.headers, row.maxAttempts],
+      [
+        row.messageId, row.type, row.bizKey, row.orderingKey, row.transport, row.exchange, row.routingKey, row.destination,
+        row.payload, row.headers, row.maxAttempts, row.delayMs, row.availableAt === null ? null : toSqliteTime(row.availableAt),
+      ],
     );
     return rows.length === 1;
   }
@@ -45,16 +52,16 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
     return rows[0]?.message_id ?? null;
   }
 
-  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string): Promise<ClaimedMessage[]> {
+  async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport = DEFAULT_TRANSPORT_NAME): Promise<ClaimedMessage[]> {
     const rows = await this.claimRows(
       dataSource,
       {
         sql: `SELECT c.id FROM ${this.table} AS c
-              WHERE c.${CLAIMABLE_SQL} AND c.next_attempt_at <= ${SQLITE_NOW} AND ${orderingRule(this.table, '')}
+              WHERE c.transport = ? AND c.${CLAIMABLE_SQL} AND c.next_attempt_at <= ${SQLITE_NOW} AND ${orderingRule(this.table, '')}
               ORDER BY c.id LIMIT ?`,
-        params: [limit],
+        params: [transport, limit],
       },
-      'id, claim_token, message_id, message_type, exchange, routing_key, payload, headers, attempts, max_attempts, ordering_key, created_at',
+      'id, claim_token, message_id, message_type, transport, exchange, routing_key, destination, payload, headers, attempts, max_attempts, ordering_key, created_at',
       claimToken,
       claimedBy,
     );
@@ -84,5 +91,9 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
     return r
       ? toOutboxMessageState(r, { createdAt: fromSqliteTime(r.created_at as string), processedAt: fromSqliteTime(r.processed_at as string | null) })
       : null;
+  }
+
+  async claimableByTransport(target: SqlTarget): Promise<Record<string, number>> {
+    return toCountsByTransport(await sqliteExecute(target, claimableByTransportSql(this.table)));
   }
 }

@@ -87,3 +87,20 @@ export function sqliteInboxTableDdl(request: TableDdl): string[] {
     ...stateIndexes(request, '"consumer", '),
   ];
 }
+
+/**
+ * Schema version 2 of the outbox table: each message names its transport (its lane) and that
+ * transport's address, and the claim index leads with the transport so that each lane's claim
+ * is an index scan of its own claimable rows. SQLite has no `ADD COLUMN IF NOT EXISTS`: run only
+ * on a table without the columns.
+ */
+export function sqliteOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
+  const names = outboxIndexNames(table);
+  const schema = quoted.includes('".') ? `${quoted.slice(0, quoted.lastIndexOf('".') + 2)}` : '';
+  return [
+    `ALTER TABLE ${quoted} ADD COLUMN "transport" varchar(100) NOT NULL DEFAULT 'default'`,
+    `ALTER TABLE ${quoted} ADD COLUMN "destination" varchar(255) NOT NULL DEFAULT ''`,
+    `CREATE INDEX IF NOT EXISTS ${schema}"${names.lane}" ON ${quoted.slice(schema.length)} ("transport", "id") WHERE ${CLAIMABLE_SQL}`,
+    `DROP INDEX IF EXISTS ${schema}"${names.claimable}"`,
+  ];
+}

@@ -27,6 +27,9 @@ const claimsParam = (claims: ClaimRef[]) => JSON.stringify(claims.map((c) => [c.
  * Every statement given the DataSource runs outside the application's transactions.
  */
 export class SqliteStateTable implements StateTable {
+  /** The column `statusSummary` groups by besides status: the scope, unless a table says otherwise. */
+  protected readonly summaryScope: string | null = null;
+
   /**
    * @param table the quoted table name
    * @param scope the column that scopes message ids and ordering keys (`consumer` in the inbox)
@@ -121,7 +124,7 @@ export class SqliteStateTable implements StateTable {
   }
 
   async statusSummary(target: SqlTarget): Promise<StatusSummary> {
-    const rows = await sqliteExecute(target, statusSummarySql(this.table, this.scope, SQLITE_NOW));
+    const rows = await sqliteExecute(target, statusSummarySql(this.table, this.summaryScope, SQLITE_NOW));
     return toStatusSummary(rows, fromSqliteTime);
   }
 

@@ -23,3 +23,8 @@ export function fromSqliteTime(value: string | null): Date | null;
 export function fromSqliteTime(value: string | null): Date | null {
   return value === null ? null : new Date(`${value.replace(' ', 'T')}Z`);
 }
+
+/** An ISO 8601 UTC instant (`Date.toISOString()`) in the stored format, so that it compares with stored times as text. */
+export function toSqliteTime(iso: string): string {
+  return iso.replace('T', ' ').replace('Z', '');
+}

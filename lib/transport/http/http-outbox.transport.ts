@@ -4,9 +4,10 @@ import { printable } from '../../inbox/printable';
 import { OUTBOX_OPTIONS } from '../../outbox.constants';
 import { OutboxModuleOptions } from '../../options/outbox-module-options';
 import { signWebhook } from '../../webhooks/standard-webhooks';
-import { OutboxTransport, OutgoingMessage } from '../outbox-transport';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from '../outbox-transport';
 import { DEFAULT_HTTP_TIMEOUT_MS, HttpEndpoint, HttpOutboxTransportOptions, httpTransportOptionProblems } from './http-endpoint';
 import { OPEN_AFTER_FAILURES } from './endpoint-circuit';
+import { ATTEMPT_HEADER, PUBLISHED_AT_HEADER } from '../delivery-headers';
 import { EndpointCircuits } from './endpoint-circuits';
 import { responseOutcome, retryAfterMs } from './http-response-outcome';
 import { responseStart } from './response-start';
@@ -18,10 +19,12 @@ const DOWN_STATUSES = new Set([429, 502, 503, 504]);
 
 /**
  * Delivers outbox messages by HTTP: each message is POSTed, its payload as the JSON body, to the
- * endpoint its `exchange` names, one of those configured here. A message names an endpoint and
- * never a URL, so stored data cannot point the server at an address the operator did not
- * configure. Every attempt carries the message id as `webhook-id` and `Idempotency-Key`, a
- * `webhook-timestamp`, and, with a secret, a Standard Webhooks `webhook-signature`.
+ * endpoint its `destination` names, one of those configured here (`publish()` refuses another).
+ * A message names an endpoint and never a URL, so stored data cannot point the server at an
+ * address the operator did not configure. Every attempt carries the message id as `webhook-id`
+ * and `Idempotency-Key`, a `webhook-timestamp`, the attempt number and publish time
+ * (`outbox-attempt`, `outbox-published-at`), and, with a secret, a Standard Webhooks
+ * `webhook-signature`.
  *
  * 2xx is delivered; 408, 425, 429, 5xx, timeouts and network errors are retried with backoff, no
  * sooner than `Retry-After`; any other answer (redirects are not followed) goes to MANUAL_REQUIRED
@@ -33,9 +36,12 @@ const DOWN_STATUSES = new Set([429, 502, 503, 504]);
  *
  * ```ts
  * OutboxModule.forRoot({
- *   transport: HttpOutboxTransport.for({ endpoints: { logistics: { url: 'https://logistics.example/hooks', secret } } }),
+ *   transports: {
+ *     default: RabbitMqOutboxTransport,
+ *     partners: HttpOutboxTransport.for({ endpoints: { logistics: { url: 'https://logistics.example/hooks', secret } } }),
+ *   },
  * });
- * await outbox.publish({ type: 'order.shipped', exchange: 'logistics', routingKey: 'order.shipped', payload });
+ * await outbox.publish({ type: 'order.shipped', transport: 'partners', destination: 'logistics', payload });
  * ```
  */
 @Injectable()
@@ -84,8 +90,16 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
     this.circuits.close();
   }
 
+  /** The endpoint must be one of this transport's: a message for another could never be sent. */
+  addressProblem(address: MessageAddress): AddressProblem | undefined {
+    const names = [...(this.configured?.keys() ?? [])];
+    if (address.destination !== undefined && this.configured?.has(address.destination)) return undefined;
+    const given = address.destination === undefined ? 'no destination' : `destination ${JSON.stringify(printable(address.destination))}`;
+    return { field: 'destination', message: `the HTTP transport sends to a configured endpoint (${names.join(', ')}) named by destination; got ${given}` };
+  }
+
   async send(message: OutgoingMessage): Promise<void> {
-    const name = message.exchange;
+    const name = message.destination;
     const endpoint = this.endpoints.get(name);
     if (!endpoint) {
       throw new NonRetryableError(`no HTTP endpoint "${printable(name)}" is configured: add it to HttpOutboxTransport.for({ endpoints }) and requeue the message`);
@@ -100,6 +114,8 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
       'webhook-id': message.messageId,
       'idempotency-key': message.messageId,
       'webhook-timestamp': String(timestamp),
+      [ATTEMPT_HEADER]: String(message.attempts + 1),
+      [PUBLISHED_AT_HEADER]: message.createdAt.toISOString(),
     };
     if (endpoint.secret) headers['webhook-signature'] = signWebhook({ id: message.messageId, timestamp, body: message.payload, secret: endpoint.secret });
     let response: Response;

@@ -1,0 +1,124 @@
+import { Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { ClaimedMessage, OutboxDialect } from '../dialects/outbox-dialect';
+import { ClaimWorker } from '../engine/claim-worker';
+import { persistently } from '../engine/persistently';
+import { FailurePolicy, settleBatch } from '../engine/settlement';
+import { OutboxTransport } from '../transport/outbox-transport';
+
+/** Counters since start-up, for monitoring and tests. */
+export interface DispatcherStats {
+  claimed: number;
+  sent: number;
+  failed: number;
+  /** Given back unattempted: the transport could not send them (disconnected, blocked). */
+  released: number;
+  /** Settles that found their claim taken over (fenced off by the claim token). */
+  fenced: number;
+}
+
+/** What one lane needs: its transport, its own loop settings, and the shared database parts. */
+export interface DispatchLaneSpec {
+  name: string;
+  transport: OutboxTransport;
+  batchSize: number;
+  concurrency: number;
+  sendTimeoutMs: number;
+  dataSource: DataSource;
+  dialect: OutboxDialect;
+  instanceId: string;
+  failurePolicy: FailurePolicy;
+}
+
+/**
+ * One transport's dispatch: claims only that transport's due rows, in short transactions, sends
+ * them outside any transaction (all of a batch in flight at once, each awaiting its transport's
+ * acknowledgement), and settles the batch with one fenced statement per outcome.
+ *
+ * While the transport is unavailable nothing is claimed: an outage leaves the lane's messages
+ * PENDING or FAILED, cancellable, with their attempts untouched. Messages the transport could not
+ * attempt are given back as they were, and the lane stops claiming until its next poll or the
+ * transport's return (a circuit that opens on the first refusal and half-opens on each poll).
+ * Lanes share nothing but the database pool, so a transport that is slow or down holds up no
+ * other transport's messages.
+ */
+export class DispatchLane {
+  readonly stats: DispatcherStats = { claimed: 0, sent: 0, failed: 0, released: 0, fenced: 0 };
+  private readonly logger: Logger;
+  private readonly worker: ClaimWorker<ClaimedMessage>;
+  /** Set when the transport failed sends as unavailable: no claims until the next poll or its return. */
+  private paused = false;
+
+  constructor(private readonly spec: DispatchLaneSpec) {
+    this.logger = new Logger(`OutboxDispatcher:${spec.name}`);
+    const { dataSource, dialect, transport, instanceId, name } = spec;
+    this.worker = new ClaimWorker({
+      dataSource,
+      table: dialect,
+      batchSize: spec.batchSize,
+      concurrency: spec.concurrency,
+      claim: (limit, claimToken) => dialect.claim(dataSource, limit, claimToken, instanceId, name),
+      process: (batch) => this.sendAndSettle(batch),
+      processTimeoutMs: spec.sendTimeoutMs,
+      isReady: () => !this.paused && (transport.isAvailable?.() ?? true),
+      logger: this.logger,
+    });
+  }
+
+  get name(): string {
+    return this.spec.name;
+  }
+
+  /** Starts a dispatch run now, or makes the current run go round once more. Never throws. */
+  trigger(): void {
+    this.worker.trigger();
+  }
+
+  /** Lifts a pause and claims: on every poll, and when the transport is back. */
+  resume(): void {
+    this.paused = false;
+    this.trigger();
+  }
+
+  /** Dispatches until none of the lane's messages is due; resolves with how many were claimed. */
+  drain(): Promise<number> {
+    return this.worker.drain();
+  }
+
+  /** Stops claiming, lets in-flight batches finish, gives back what is still claimed. */
+  stop(): Promise<void> {
+    return this.worker.stop();
+  }
+
+  private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {
+    const { transport, dialect, dataSource } = this.spec;
+    const results = await Promise.allSettled(claimed.map((message) => transport.send(message)));
+    const { done, failed, released } = settleBatch(claimed, results, this.spec.failurePolicy);
+    if (released.length > 0) this.paused = true;
+    // Retried: a lost settle would leave its rows PROCESSING until the stuck detector reclaims them.
+    const [settledDone, settledFailed, settledReleased] = await Promise.all([
+      persistently(() => dialect.settleDone(dataSource, done)),
+      persistently(() => dialect.settleFailed(dataSource, failed)),
+      persistently(() => dialect.release(dataSource, released)),
+    ]);
+    this.record(claimed.length, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
+  }
+
+  private record(claimed: number, sent: number, failed: { error: string }[], released: number, settled: number): void {
+    this.stats.claimed += claimed;
+    this.stats.sent += sent;
+    this.stats.failed += failed.length;
+    this.stats.released += released;
+    this.stats.fenced += claimed - settled;
+    if (failed.length > 0) {
+      this.logger.warn(`${failed.length} of ${claimed} message(s) not sent; first error: ${failed[0].error}`);
+    }
+    if (released > 0) {
+      this.logger.warn(`${released} of ${claimed} message(s) given back unattempted: the transport is unavailable; claiming resumes when it is back`);
+    }
+    if (settled < claimed) {
+      // Also when a settle committed but its reply was lost, and its retry found nothing left to change.
+      this.logger.warn(`${claimed - settled} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
+    }
+  }
+}
