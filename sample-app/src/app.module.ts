@@ -5,9 +5,12 @@ import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { OutboxModule } from '../../lib';
+import { OutboxModule, RabbitMqOutboxTransport } from '../../lib';
 import { INVENTORY_EXCHANGES, INVENTORY_QUEUES } from './inventory/inventory.constants';
 import { InventoryModule } from './inventory/inventory.module';
+import { LOGISTICS_TRANSPORT } from './logistics/logistics.constants';
+import { LogisticsModule } from './logistics/logistics.module';
+import { LogisticsTransport } from './logistics/logistics.transport';
 import { OrdersModule } from './orders/orders.module';
 import { ORDERS_EXCHANGE } from './orders/orders.constants';
 import { PaymentsModule } from './payments/payments.module';
@@ -52,10 +55,15 @@ const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
       // in the outbox until the broker is back.
       connectionInitOptions: { wait: false },
     }),
-    OutboxModule.forRoot(),
+    // Two transports, each dispatched in a lane of its own: order events to RabbitMQ (the default),
+    // shipments to the logistics partner by HTTP.
+    OutboxModule.forRoot({
+      transports: { default: RabbitMqOutboxTransport, [LOGISTICS_TRANSPORT]: { transport: LogisticsTransport, dispatchConcurrency: 2 } },
+    }),
     OrdersModule,
     InventoryModule,
     PaymentsModule,
+    LogisticsModule,
   ],
 })
 export class AppModule {}

@@ -6,12 +6,13 @@ import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { Client } from 'pg';
-import { OutboxModule } from '../../lib';
+import { OUTBOX_TRANSPORTS, OutboxModule } from '../../lib';
 import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
 import { INVENTORY_CONSUMER, INVENTORY_RESERVED, StockOutcomeEvent } from '../src/inventory/inventory.constants';
 import { InventoryModule } from '../src/inventory/inventory.module';
 import { ReservationStatus, StockReservation } from '../src/inventory/stock-reservation.entity';
-import { ORDER_PAID, OrderPaidEvent } from '../src/orders/orders.constants';
+import { LOGISTICS_TRANSPORT, WAREHOUSE_ENDPOINT } from '../src/logistics/logistics.constants';
+import { ORDER_PAID, ORDER_SHIPPED, OrderPaidEvent } from '../src/orders/orders.constants';
 import { OrdersModule } from '../src/orders/orders.module';
 import { OrdersService } from '../src/orders/orders.service';
 
@@ -32,7 +33,8 @@ const SCHEMA = 'sample_app_test';
     }),
     TypeOrmModule.forRoot({ type: 'postgres', url: DATABASE_URL, schema: SCHEMA, autoLoadEntities: true, synchronize: true }),
     ScheduleModule.forRoot(),
-    OutboxModule.forRoot({ ...OUTBOX_TEST_OPTIONS, transport: CapturingOutboxTransport }),
+    // The sample's two transports, both capturing: RabbitMQ events and shipments to logistics.
+    OutboxModule.forRoot({ ...OUTBOX_TEST_OPTIONS, transports: { default: CapturingOutboxTransport, [LOGISTICS_TRANSPORT]: CapturingOutboxTransport } }),
     OrdersModule,
     InventoryModule,
   ],
@@ -43,6 +45,7 @@ describe('sample app: paying an order reserves stock', () => {
   let app: INestApplicationContext;
   let kit: OutboxTestKit;
   let orders: OrdersService;
+  let logistics: CapturingOutboxTransport;
 
   beforeAll(async () => {
     const client = new Client({ connectionString: DATABASE_URL });
@@ -57,13 +60,17 @@ describe('sample app: paying an order reserves stock', () => {
     app = await module.init();
     kit = OutboxTestKit.from(app, { deliverToInboxHandlers: true });
     orders = app.get(OrdersService);
+    logistics = app.get(OUTBOX_TRANSPORTS).get(LOGISTICS_TRANSPORT);
   });
 
   afterAll(async () => {
     await app?.close();
   });
 
-  beforeEach(() => kit.transport.clear());
+  beforeEach(() => {
+    kit.transport.clear();
+    logistics.clear();
+  });
 
   const reservationsOf = (orderId: number) => app.get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost).tx.getRepository(StockReservation).findBy({ orderId });
 
@@ -102,5 +109,17 @@ describe('sample app: paying an order reserves stock', () => {
 
     expect(kit.transport.messages).toHaveLength(0);
     expect(await reservationsOf(order.id)).toHaveLength(0);
+  });
+
+  it('sends order.shipped to the logistics partner through its own transport, not RabbitMQ', async () => {
+    const order = await orders.create(4_000);
+    await orders.pay(order.id);
+    await orders.ship(order.id);
+    await orders.ship(order.id);
+    await kit.flush();
+
+    expect(logistics.messages.map((message) => [message.type, message.destination, message.payload])).toEqual([[ORDER_SHIPPED, WAREHOUSE_ENDPOINT, { orderId: order.id }]]);
+    expect(kit.transport.ofType(ORDER_SHIPPED)).toEqual([]);
+    await expect(orders.cancel(order.id)).rejects.toThrow('SHIPPED and can no longer be cancelled');
   });
 });

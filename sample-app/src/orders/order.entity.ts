@@ -4,6 +4,7 @@ import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, UpdateDateCol
 export enum OrderStatus {
   NEW = 'NEW',
   PAID = 'PAID',
+  SHIPPED = 'SHIPPED',
   CANCELLED = 'CANCELLED',
 }
 

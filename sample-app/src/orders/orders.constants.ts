@@ -14,3 +14,15 @@ export interface OrderPaidEvent {
   orderId: number;
   amountCents: number;
 }
+
+/** Event type of "an order was handed to logistics": delivered to the partner by HTTP. */
+export const ORDER_SHIPPED = 'order.shipped';
+
+export function orderShippedBizKey(orderId: number): string {
+  return `order-${orderId}:shipped`;
+}
+
+/** Body of the `order.shipped` message, as the logistics partner receives it. */
+export interface OrderShippedEvent {
+  orderId: number;
+}

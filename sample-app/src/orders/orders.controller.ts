@@ -26,6 +26,13 @@ export class OrdersController {
     return this.orders.pay(id);
   }
 
+  /** Marks a PAID order SHIPPED and sends `order.shipped` to the logistics partner by HTTP, through the outbox. */
+  @Post(':id/ship')
+  @HttpCode(HttpStatus.OK)
+  ship(@Param('id', ParseIntPipe) id: number): Promise<Order> {
+    return this.orders.ship(id);
+  }
+
   /** Cancels a NEW order, or a PAID one whose `order.paid` message is not sent yet; 409 otherwise. */
   @Post(':id/cancel')
   @HttpCode(HttpStatus.OK)

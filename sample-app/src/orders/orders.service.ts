@@ -4,7 +4,8 @@ import { ConflictException, Injectable, NotFoundException } from '@nestjs/common
 import { Repository } from 'typeorm';
 import { MessageStatus, OutboxAdmin, OutboxService } from '../../../lib';
 import { Order, OrderStatus } from './order.entity';
-import { ORDER_PAID, ORDERS_EXCHANGE, OrderPaidEvent, orderPaidBizKey } from './orders.constants';
+import { LOGISTICS_TRANSPORT, WAREHOUSE_ENDPOINT } from '../logistics/logistics.constants';
+import { ORDER_PAID, ORDER_SHIPPED, ORDERS_EXCHANGE, OrderPaidEvent, orderPaidBizKey, OrderShippedEvent, orderShippedBizKey } from './orders.constants';
 
 const MAX_ORDER_ID = 2_147_483_647;
 
@@ -56,6 +57,29 @@ export class OrdersService {
   }
 
   /**
+   * Marks a PAID order SHIPPED and stores its `order.shipped` message for the logistics partner,
+   * in the same transaction. The message goes by HTTP, through the outbox's `logistics` transport,
+   * to the endpoint it names; RabbitMQ never sees it. Shipping a SHIPPED order again changes nothing.
+   */
+  @Transactional()
+  async ship(id: number): Promise<Order> {
+    const order = await this.lockOrder(id);
+    if (order.status === OrderStatus.SHIPPED) return order;
+    if (order.status !== OrderStatus.PAID) {
+      throw new ConflictException(`Order ${id} is ${order.status}; only a PAID order can be shipped`);
+    }
+    await this.setStatus(order, OrderStatus.SHIPPED);
+    await this.outbox.publish<OrderShippedEvent>({
+      type: ORDER_SHIPPED,
+      transport: LOGISTICS_TRANSPORT,
+      destination: WAREHOUSE_ENDPOINT,
+      bizKey: orderShippedBizKey(id),
+      payload: { orderId: order.id },
+    });
+    return order;
+  }
+
+  /**
    * Reverts an order that is NEW, or PAID while its `order.paid` message has not been sent yet
    * (that message is abandoned in the same transaction and will never be sent). Once the message
    * is sent, or being sent, the payment is public and the order can no longer be cancelled here.
@@ -66,6 +90,8 @@ export class OrdersService {
     switch (order.status) {
       case OrderStatus.CANCELLED:
         return order;
+      case OrderStatus.SHIPPED:
+        throw new ConflictException(`Order ${id} is SHIPPED and can no longer be cancelled`);
       case OrderStatus.NEW:
         await this.setStatus(order, OrderStatus.CANCELLED);
         return order;
