@@ -13,7 +13,7 @@ export type { OutboxMessage, OutboxWriteOptions, PublishResult } from './message
 export type { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from './transport/outbox-transport';
 export type { OutboxTransports, TransportLane } from './transport/outbox-transports';
 export type { OutboxLaneOptions, OutboxTransportEntry } from './options/transport-lanes';
-export { ATTEMPT_HEADER, PUBLISHED_AT_HEADER } from './transport/delivery-headers';
+export { ATTEMPT_HEADER, deliveryHeaders, PUBLISHED_AT_HEADER } from './transport/delivery-headers';
 export { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 export { HttpOutboxTransport } from './transport/http/http-outbox.transport';
 export type { HttpEndpoint, HttpOutboxTransportOptions } from './transport/http/http-endpoint';
