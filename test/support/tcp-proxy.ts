@@ -2,11 +2,13 @@ import { createConnection, createServer, Server, Socket } from 'node:net';
 
 /**
  * A TCP proxy a test owns, to simulate an outage of a shared service without disturbing other
- * test files: `cut()` resets every open connection and refuses new ones until `restore()`.
+ * test files: `cut()` resets every open connection and refuses new ones until `restore()`;
+ * `blackHole()` keeps connections open but forwards nothing, as a peer that stopped answering.
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private forwarding = true;
+  private swallowing = false;
 
   private constructor(private readonly server: Server, readonly port: number) {}
 
@@ -32,7 +34,25 @@ export class TcpProxy {
     this.sockets.clear();
   }
 
+  /**
+   * From now on nothing is forwarded either way and new connections are accepted but never
+   * answered: requests hang until their own timeouts. `restore()` resets what it swallowed.
+   */
+  blackHole(): void {
+    this.swallowing = true;
+    for (const socket of this.sockets) {
+      socket.unpipe();
+      socket.pause();
+    }
+  }
+
   restore(): void {
+    if (this.swallowing) {
+      // Swallowed connections cannot be resumed mid-stream: their peers reconnect.
+      for (const socket of this.sockets) socket.resetAndDestroy();
+      this.sockets.clear();
+    }
+    this.swallowing = false;
     this.forwarding = true;
   }
 
@@ -44,6 +64,13 @@ export class TcpProxy {
   private accept(client: Socket, host: string, port: number): void {
     if (!this.forwarding) {
       client.resetAndDestroy();
+      return;
+    }
+    if (this.swallowing) {
+      this.sockets.add(client);
+      client.pause();
+      client.on('error', () => undefined);
+      client.on('close', () => this.sockets.delete(client));
       return;
     }
     const upstream = createConnection({ host, port });
