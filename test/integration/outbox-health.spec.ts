@@ -3,7 +3,7 @@ import { HealthIndicatorService } from '@nestjs/terminus';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, DataSourceOptions, QueryRunner } from 'typeorm';
-import { OUTBOX_TRANSPORT } from '../../lib';
+import { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../../lib';
 import { OutboxHealthIndicator } from '../../lib/health';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { DATABASE_KIND, describeOn, testDatabase } from '../support/database';
@@ -117,6 +117,35 @@ describeOn(['postgres', 'mariadb'], 'OutboxHealthIndicator', () => {
     }
     expect((await health.isHealthy()).outbox).toMatchObject({ status: 'up', transport: 'available' });
   });
+
+  it('names each transport when there are several, and counts only those it is told to', async () => {
+    const other = await createTestApp({
+      database,
+      outbox: { dispatcherEnabled: false },
+      statics: { transports: { default: CapturingOutboxTransport, partner: CapturingOutboxTransport } },
+      providers: [HealthIndicatorService, OutboxHealthIndicator],
+      logger: false,
+    });
+    try {
+      const partner = other.get(OUTBOX_TRANSPORTS).get('partner') as CapturingOutboxTransport;
+      partner.setAvailable(false);
+      const check = other.get(OutboxHealthIndicator);
+      expect((await check.isHealthy()).outbox).toMatchObject({
+        status: 'down',
+        transport: 'unavailable',
+        transports: { default: 'available', partner: 'unavailable' },
+        problems: ['the transport "partner" is unavailable'],
+      });
+      // A partner's outage, which its lane waits out, need not fail the service's readiness.
+      expect((await check.isHealthy('outbox', { transports: ['default'] })).outbox).toMatchObject({
+        status: 'up',
+        transport: 'available',
+        transports: { default: 'available', partner: 'unavailable' },
+      });
+    } finally {
+      await other.close();
+    }
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it('is down, within its timeout, when the database does not answer', async () => {
     const dataSource = app.get<DataSource>(getDataSourceToken());

@@ -56,7 +56,7 @@ describe('OutboxAdmin.stats()', () => {
     const before = Date.now();
     const stats = await admin.stats();
     const empty = { counts: counts({}), ...NOTHING_DUE, inFlight: 0 };
-    expect(stats).toEqual({ outbox: empty, inbox: { ...empty, byConsumer: {} }, at: expect.any(Date) });
+    expect(stats).toEqual({ outbox: { ...empty, byTransport: {} }, inbox: { ...empty, byConsumer: {} }, at: expect.any(Date) });
     // The local databases share this host's clock.
     expect(Math.abs(stats.at.getTime() - before)).toBeLessThan(5_000);
   });
@@ -107,6 +107,11 @@ describe('OutboxAdmin.stats()', () => {
 
     it('counts as due only PENDING and FAILED rows whose next attempt time has passed', () => {
       expect(stats.outbox.due).toBe(3);
+    });
+
+    it('has the same figures per transport: all of them the default one here', () => {
+      const { byTransport, ...total } = stats.outbox;
+      expect(byTransport).toEqual({ default: total });
     });
 
     it('measures the outbox lag from the oldest due row, by the database clock', () => {

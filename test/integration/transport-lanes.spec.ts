@@ -1,6 +1,6 @@
 import { INestApplicationContext, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { OUTBOX_TRANSPORTS, OutboxDispatcher, OutboxMessage, OutboxService, OutboxTransport, OutboxTransports, StuckDetector } from '../../lib';
+import { OUTBOX_TRANSPORTS, OutboxAdmin, OutboxDispatcher, OutboxMessage, OutboxService, OutboxTransport, OutboxTransports, StuckDetector } from '../../lib';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';
@@ -107,6 +107,9 @@ describe('Transports and their lanes', () => {
     await app.get(OutboxDispatcher).drain();
     expect(await stored(waiting)).toMatchObject({ transport: 'later', status: 'PENDING', attempts: 0 });
     expect((await app.get(StuckDetector).check()).unconfiguredTransports).toEqual({ later: 1 });
+    const { byTransport } = (await app.get(OutboxAdmin).stats()).outbox;
+    expect(byTransport.later).toMatchObject({ counts: expect.objectContaining({ PENDING: 1 }), due: 1, inFlight: 0 });
+    expect(byTransport.default.counts.DONE).toBeGreaterThanOrEqual(2);
 
     // Another deployment of the application, which has the transport.
     const other = await createTestApp({ database, statics: { transports: { later: CapturingOutboxTransport } }, outbox: { pollIntervalMs: 100 } });
