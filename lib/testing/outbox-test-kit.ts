@@ -2,7 +2,8 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OutboxError } from '../errors';
 import { InboxWorker } from '../inbox/inbox.worker';
-import { OUTBOX_OPTIONS, OUTBOX_TRANSPORT } from '../outbox.constants';
+import { OUTBOX_OPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import type { OutboxTransports } from '../transport/outbox-transports';
 import type { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxDispatcher } from '../outbox/outbox.dispatcher';
 import { describeError } from '../retry/error-classifier';
@@ -101,6 +102,20 @@ export class OutboxTestKit {
     return transport;
   }
 
+  /**
+   * The transport named `name` (one of `transports`); fails unless it is `CapturingOutboxTransport`.
+   * `transport` is the default one.
+   */
+  transportOf(name: string): CapturingOutboxTransport {
+    const transports = this.app.get<OutboxTransports>(OUTBOX_TRANSPORTS, { strict: false });
+    const transport = transports.get(name) as unknown;
+    if (!(transport instanceof CapturingOutboxTransport)) {
+      const found = transport === undefined ? `not configured (transports: ${transports.names().join(', ')})` : `${(transport as object).constructor?.name}, not CapturingOutboxTransport`;
+      throw new OutboxTestKitError(`The outbox transport ${JSON.stringify(name)} is ${found}: configure it as CapturingOutboxTransport in the test`);
+    }
+    return transport;
+  }
+
   /** Every loopback delivery so far, in order. */
   get deliveries(): readonly LoopbackDelivery[] {
     return this.state.deliveries;
@@ -185,19 +200,27 @@ export class OutboxTestKit {
     return Math.ceil(options.backoffMaxMs * (1 + options.backoffJitter));
   }
 
+  /** Hands what every capturing transport captured since the last look to the inbox handlers, if asked. */
   private async deliverCaptured(settings: Required<FlushOptions>): Promise<number> {
     const transport = this.app.get(OUTBOX_TRANSPORT, { strict: false }) as unknown;
     if (!(transport instanceof CapturingOutboxTransport)) {
       if (settings.deliverToInboxHandlers) void this.transport; // throws, naming what to import
       return 0;
     }
+    const capturing = this.app
+      .get<OutboxTransports>(OUTBOX_TRANSPORTS, { strict: false })
+      .lanes()
+      .map((lane) => lane.transport)
+      .filter((lane): lane is CapturingOutboxTransport => lane instanceof CapturingOutboxTransport);
     let delivered = 0;
-    // Indexed: handlers may publish while this runs, and what they publish is captured behind.
-    for (let i = 0; i < transport.messages.length; i++) {
-      const message = transport.messages[i];
-      if (this.state.handled.has(message)) continue;
-      this.state.handled.add(message);
-      if (settings.deliverToInboxHandlers) delivered += (await this.deliver(message, settings)).length;
+    for (const lane of capturing) {
+      // Indexed: handlers may publish while this runs, and what they publish is captured behind.
+      for (let i = 0; i < lane.messages.length; i++) {
+        const message = lane.messages[i];
+        if (this.state.handled.has(message)) continue;
+        this.state.handled.add(message);
+        if (settings.deliverToInboxHandlers) delivered += (await this.deliver(message, settings)).length;
+      }
     }
     return delivered;
   }

@@ -6,7 +6,7 @@ import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { Client } from 'pg';
-import { OUTBOX_TRANSPORTS, OutboxModule } from '../../lib';
+import { OutboxModule } from '../../lib';
 import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
 import { INVENTORY_CONSUMER, INVENTORY_RESERVED, StockOutcomeEvent } from '../src/inventory/inventory.constants';
 import { InventoryModule } from '../src/inventory/inventory.module';
@@ -60,7 +60,7 @@ describe('sample app: paying an order reserves stock', () => {
     app = await module.init();
     kit = OutboxTestKit.from(app, { deliverToInboxHandlers: true });
     orders = app.get(OrdersService);
-    logistics = app.get(OUTBOX_TRANSPORTS).get(LOGISTICS_TRANSPORT);
+    logistics = kit.transportOf(LOGISTICS_TRANSPORT);
   });
 
   afterAll(async () => {
