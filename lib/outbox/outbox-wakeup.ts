@@ -8,7 +8,17 @@ const PUBLISHED = Symbol('nestjs-outbox:published');
 const NOTIFIED = Symbol('nestjs-outbox:notified');
 const RELISTEN_DELAY_MS = 1_000;
 
-type RunnerData = Record<symbol, boolean>;
+/** What a publishing transaction records on its query runner: that it notified, and for which transports it wrote rows. */
+interface RunnerData {
+  [PUBLISHED]?: Set<string>;
+  [NOTIFIED]?: boolean;
+}
+
+/**
+ * Called on every wake-up with the transports whose rows are waiting, when they are known (a
+ * commit in this process); without them (another instance's signal, a requeue), any may be.
+ */
+export type WakeupListener = (transports?: ReadonlySet<string>) => void;
 
 /**
  * Tells dispatchers that rows are waiting, as cheaply as the write path allows:
@@ -19,7 +29,7 @@ type RunnerData = Record<symbol, boolean>;
 @Injectable()
 export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicationShutdown {
   private readonly logger = new Logger(OutboxWakeup.name);
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<WakeupListener>();
   private lastNotifyAt = 0;
   private stopListening?: () => Promise<void>;
   private relistenTimer?: NodeJS.Timeout;
@@ -36,20 +46,23 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
   }
 
   /** Calls `listener` on every wake-up; returns a function that unsubscribes it. */
-  subscribe(listener: () => void): () => void {
+  subscribe(listener: WakeupListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** Wakes local listeners now. */
-  wake(): void {
-    for (const listener of this.listeners) listener();
+  /** Wakes local listeners now, for the rows of `transports` (default: of any transport). */
+  wake(transports?: ReadonlySet<string>): void {
+    for (const listener of this.listeners) listener(transports);
   }
 
-  /** Records, inside the publishing transaction, that it wrote rows; may send the cross-instance signal. */
-  async published(manager: EntityManager): Promise<void> {
+  /**
+   * Records, inside the publishing transaction, that it wrote rows for `transport`, so that its
+   * commit wakes that transport's lane (and no other); may send the cross-instance signal.
+   */
+  async published(manager: EntityManager, transport: string): Promise<void> {
     const data = manager.queryRunner!.data as RunnerData;
-    data[PUBLISHED] = true;
+    (data[PUBLISHED] ??= new Set()).add(transport);
     if (!this.options.notifyEnabled || !this.dialect.notifyPublished || data[NOTIFIED]) return;
     const now = Date.now();
     if (now - this.lastNotifyAt < this.options.notifyMinIntervalMs) return;
@@ -78,7 +91,8 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
   afterTransactionCommit(event: TransactionCommitEvent): void {
     // A released savepoint also fires this; only the outermost commit makes rows visible.
     if (event.queryRunner.isTransactionActive) return;
-    if (this.take(event.queryRunner, PUBLISHED)) this.wake();
+    const transports = this.take(event.queryRunner, PUBLISHED);
+    if (transports) this.wake(transports);
     this.take(event.queryRunner, NOTIFIED);
   }
 
@@ -98,11 +112,11 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
     await this.stopListening?.();
   }
 
-  private take(runner: QueryRunner, flag: symbol): boolean {
+  private take<K extends keyof RunnerData>(runner: QueryRunner, key: K): RunnerData[K] {
     const data = runner.data as RunnerData | undefined;
-    if (!data?.[flag]) return false;
-    delete data[flag];
-    return true;
+    const value = data?.[key];
+    if (data && value !== undefined) delete data[key];
+    return value;
   }
 
   private listenLost(error: Error): void {

@@ -80,14 +80,19 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
       const transport = this.transports.get(lane.name)!;
       if (transport.onAvailable) this.unsubscribe.push(transport.onAvailable(() => lane.resume()));
     }
-    this.unsubscribe.push(this.wakeup.subscribe(() => this.trigger()));
+    // A commit in this process wakes only the lanes it wrote rows for: an idle lane would answer
+    // every commit with a claim that finds nothing.
+    this.unsubscribe.push(this.wakeup.subscribe((transports) => this.trigger(transports)));
     await this.wakeup.startListening();
     this.trigger();
   }
 
-  /** Starts a dispatch run in every lane now, or makes a running one go round once more. Never throws. */
-  trigger(): void {
-    for (const lane of this.lanes) lane.trigger();
+  /**
+   * Starts a dispatch run now, or makes a running one go round once more, in the lanes of
+   * `transports` (default: every lane). Never throws.
+   */
+  trigger(transports?: ReadonlySet<string>): void {
+    for (const lane of this.lanes) if (!transports || transports.has(lane.name)) lane.trigger();
   }
 
   /** Dispatches until no due message is left in any lane; resolves with how many were claimed. For tests and manual draining. */

@@ -48,7 +48,7 @@ export class OutboxService {
       const existing = await this.dialect.findDuplicateMessageId(manager, row);
       return { messageId: existing ?? row.messageId, duplicate: true };
     }
-    await this.wakeup.published(manager);
+    await this.wakeup.published(manager, transport);
     return { messageId: row.messageId, duplicate: false };
   }
 
