@@ -32,6 +32,7 @@ export interface ExpiredClaim extends AttemptedClaim {
 
 /** Counts the stuck detector reports. */
 export interface HealthCounts {
+  /** Claimable rows whose time has come: not those delayed, nor those waiting for a retry's backoff. */
   backlog: number;
   staleProcessing: number;
 }
@@ -78,7 +79,7 @@ export interface StateTable {
   releaseClaim(dataSource: DataSource, claimToken: string): Promise<number>;
   /** PROCESSING rows claimed more than `olderThanMs` ago, oldest first. */
   findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]>;
-  /** Backlog of claimable rows, and PROCESSING rows claimed more than `staleAfterMs` ago. */
+  /** Backlog of due claimable rows, and PROCESSING rows claimed more than `staleAfterMs` ago. */
   healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts>;
   /**
    * Rows per status (and consumer, in the inbox), how many are due and the oldest due time, in

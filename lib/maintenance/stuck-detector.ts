@@ -17,6 +17,7 @@ const RECLAIM_PAGE = 500;
 
 /** What one check found and did, summed over the outbox and inbox tables. */
 export interface StuckCheckReport {
+  /** Messages due and waiting to be claimed (delayed ones and retries in backoff are not). */
   backlog: number;
   staleProcessing: number;
   reclaimed: number;
@@ -82,7 +83,7 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
       if (counts.staleProcessing > 0) {
         this.logger.warn(`${counts.staleProcessing} ${table.label} message(s) PROCESSING for more than ${this.options.stuckWarnAfterMs} ms`);
       }
-      if (counts.backlog > 0) this.logger.log(`${table.label} backlog: ${counts.backlog} message(s) waiting`);
+      if (counts.backlog > 0) this.logger.log(`${table.label} backlog: ${counts.backlog} message(s) due and waiting`);
       const reclaimed = await this.reclaimExpired(table);
       if (reclaimed > 0) {
         this.logger.warn(`Reclaimed ${reclaimed} ${table.label} message(s) whose claim expired after ${this.options.stuckReclaimAfterMs} ms`);

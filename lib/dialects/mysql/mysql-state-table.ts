@@ -113,7 +113,7 @@ export class MysqlStateTable implements StateTable {
     const result = await execute(
       dataSource,
       `SELECT
-         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL}) AS backlog,
+         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL} AND next_attempt_at <= ${NOW}) AS backlog,
          (SELECT count(*) FROM ${this.table} WHERE status = '${PROCESSING}' AND claimed_at < ${NOW_MINUS}) AS stale`,
       [microseconds(staleAfterMs)],
     );

@@ -107,7 +107,7 @@ export class PostgresStateTable implements StateTable {
     const result = await execute(
       dataSource,
       `SELECT
-         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL}) AS backlog,
+         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL} AND next_attempt_at <= now()) AS backlog,
          (SELECT count(*) FROM ${this.table}
           WHERE status = '${PROCESSING}' AND claimed_at < now() - $1 * interval '1 millisecond') AS stale`,
       [staleAfterMs],

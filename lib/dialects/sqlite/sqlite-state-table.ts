@@ -115,7 +115,7 @@ export class SqliteStateTable implements StateTable {
     const [row] = await sqliteExecute(
       dataSource,
       `SELECT
-         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL}) AS backlog,
+         (SELECT count(*) FROM ${this.table} WHERE ${CLAIMABLE_SQL} AND next_attempt_at <= ${SQLITE_NOW}) AS backlog,
          (SELECT count(*) FROM ${this.table}
           WHERE status = '${PROCESSING}' AND claimed_at < ${sqliteNowMinusMs('?')}) AS stale`,
       [staleAfterMs],
