@@ -16,6 +16,10 @@ export type { OutboxLaneOptions, OutboxTransportEntry } from './options/transpor
 export { ATTEMPT_HEADER, deliveryHeaders, PUBLISHED_AT_HEADER } from './transport/delivery-headers';
 export { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 export { HttpOutboxTransport } from './transport/http/http-outbox.transport';
+export { ClientProxyOutboxTransport } from './transport/client-proxy/client-proxy-outbox.transport';
+export type { ClientProxyOutboxTransportOptions } from './transport/client-proxy/client-proxy-options';
+export type { OutboxEnvelope } from './transport/client-proxy/outbox-envelope';
+export type { EventClient } from './transport/client-proxy/event-client';
 export type { HttpEndpoint, HttpOutboxTransportOptions } from './transport/http/http-endpoint';
 export { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS, OUTBOX_OPTIONS } from './outbox.constants';
 export { backoffDelayMs } from './retry/backoff';

@@ -30,7 +30,7 @@ export class TcpProxy {
 
   cut(): void {
     this.forwarding = false;
-    for (const socket of this.sockets) socket.resetAndDestroy();
+    for (const socket of this.sockets) reset(socket);
     this.sockets.clear();
   }
 
@@ -49,7 +49,7 @@ export class TcpProxy {
   restore(): void {
     if (this.swallowing) {
       // Swallowed connections cannot be resumed mid-stream: their peers reconnect.
-      for (const socket of this.sockets) socket.resetAndDestroy();
+      for (const socket of this.sockets) reset(socket);
       this.sockets.clear();
     }
     this.swallowing = false;
@@ -63,7 +63,8 @@ export class TcpProxy {
 
   private accept(client: Socket, host: string, port: number): void {
     if (!this.forwarding) {
-      client.resetAndDestroy();
+      client.on('error', () => undefined);
+      reset(client);
       return;
     }
     if (this.swallowing) {
@@ -84,4 +85,13 @@ export class TcpProxy {
       a.pipe(b);
     }
   }
+}
+
+/**
+ * Resets `socket`, or destroys it once its write side is shut down: Node cannot reset it then
+ * (the reset fails with EINVAL) and would leave its handle open, and jest waiting on it.
+ */
+function reset(socket: Socket): void {
+  if (socket.writableEnded) socket.destroy();
+  else socket.resetAndDestroy();
 }
