@@ -43,5 +43,19 @@ export type { SignWebhookInput, VerifyWebhookInput, WebhookVerification, Webhook
 export { StandardWebhooksGuard, VERIFIED_WEBHOOK } from './webhooks/standard-webhooks.guard';
 export type { StandardWebhooksGuardOptions, VerifiedWebhook } from './webhooks/standard-webhooks.guard';
 export { Retention } from './maintenance/retention';
+export { OUTBOX_EVENTS } from './observability/outbox-events';
+export type {
+  AbandonedEvent,
+  ClaimLostEvent,
+  DuplicateEvent,
+  HandledEvent,
+  ManualRequiredEvent,
+  OutboxEventMap,
+  OutboxEventName,
+  PublishedEvent,
+  ReceivedEvent,
+  RetryScheduledEvent,
+  SentEvent,
+} from './observability/outbox-events';
 export * from './errors';
 

@@ -49,6 +49,7 @@ import { createTablesAtStartup } from './schema/create-tables-at-startup';
 import { assertTableNamesFit } from './schema/table-name-limits';
 import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
 import { OutboxAdmin } from './admin/outbox-admin.service';
+import { OutboxMetrics } from './observability/outbox-metrics';
 import { openWorkerDataSource, WorkerDataSourceCloser } from './pool/worker-data-source';
 import { WebhookInboxExplorer } from './webhooks/webhook-inbox.explorer';
 import { WebhookIntake } from './webhooks/webhook-intake.service';
@@ -146,6 +147,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     StuckDetector,
     Retention,
     OutboxAdmin,
+    OutboxMetrics,
   ];
   return {
     ...definition,

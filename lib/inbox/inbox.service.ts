@@ -17,6 +17,7 @@ import { identifyDelivery } from './identify-delivery';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { STARTED_NOTES } from './inbox.messages';
 import { InboxWakeup } from './inbox-wakeup';
+import { emit, errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { printable } from './printable';
 import { RecordingFallback } from './recording-fallback';
 import { isRedelivery } from './redelivery';
@@ -74,6 +75,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
 
   private async handle(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
     const { row, rejection } = identifyDelivery(handler, payload, message, this.options.inboxMaxBodyBytes);
+    emit(OUTBOX_EVENTS.received, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     if (rejection) return this.reject(row, message, rejection);
     return handler.mode === 'deferred' ? this.store(row, message) : this.processInTransaction(row, message, run);
   }
@@ -88,14 +90,18 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     if (isNack(start)) return start;
     const startMarked = start.marked;
     const txHost = this.requireTransactionHost();
+    let processed = false;
+    const started = performance.now();
     const transaction = () =>
       txHost.withTransaction(async () => {
         // A row born DONE keeps no body: nobody reads a processed body again, and a kilobyte less
         // per delivery is write volume the handler's transaction does not pay. A failed attempt
         // stores the body (recordFailure), for the operator.
         const acquired = await this.dialect.acquire(txHost.tx as never, { ...row, payload: '', headers: '{}' }, startMarked);
-        if (acquired.kind === 'process') await run();
-        else if (acquired.status === MessageStatus.MANUAL_REQUIRED) {
+        if (acquired.kind === 'process') {
+          await run();
+          processed = true;
+        } else if (acquired.status === MessageStatus.MANUAL_REQUIRED) {
           // Not silent: a replay (e.g. from the dead-letter queue) needs the row requeued first.
           this.logger.warn(
             `${printable(row.consumer)} skipped message ${printable(row.messageId)}: it was given up earlier (MANUAL_REQUIRED); set its inbox row to FAILED to process a redelivery`,
@@ -109,6 +115,9 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
       return this.failed(row, message, error, startMarked);
     }
     this.recorded(row, message);
+    const { consumer, messageId, type } = row;
+    if (processed) emit(OUTBOX_EVENTS.handled, () => ({ consumer, messageId, type, handlerMs: performance.now() - started }));
+    else emit(OUTBOX_EVENTS.duplicate, () => ({ consumer, messageId, type }));
     return undefined;
   }
 
@@ -144,6 +153,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     }
     this.recorded(row, message);
     if (stored) this.wakeup.wake();
+    else emit(OUTBOX_EVENTS.duplicate, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     return undefined;
   }
 
@@ -159,6 +169,9 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     this.recorded(row, message);
     if (status === undefined) return undefined; // handled meanwhile by a concurrent delivery
     const subject = `${printable(row.consumer)} failed on message ${printable(row.messageId)}`;
+    const event = { table: 'inbox' as const, consumer: row.consumer, messageId: row.messageId, type: row.type, error: description, errorType: errorType(error) };
+    if (status.status === MessageStatus.MANUAL_REQUIRED) emit(OUTBOX_EVENTS.manualRequired, () => ({ ...event, attempts: status.attempts }));
+    else emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...event, attempt: status.attempts }));
     if (status.status === MessageStatus.MANUAL_REQUIRED) {
       this.logger.error(`${printable(row.consumer)} gave up on message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${description}`);
       return nack(false);
@@ -179,6 +192,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
       return this.fallback.recordingFailed(row, message, error, `recording its rejection (${reason})`);
     }
     this.recorded(row, message);
+    emit(OUTBOX_EVENTS.manualRequired, () => ({ table: 'inbox', consumer: row.consumer, messageId: row.messageId, type: row.type, attempts: 1, error: reason, errorType: 'RejectedDelivery' }));
     this.logger.error(`${printable(row.consumer)} rejected message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${reason}`);
     return nack(false);
   }

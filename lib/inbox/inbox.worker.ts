@@ -11,6 +11,7 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
 import { InboxConsumers } from './inbox-consumers';
 import { InboxWakeup } from './inbox-wakeup';
+import { emit, errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { printable } from './printable';
 
 const POLL_INTERVAL_NAME = 'nestjs-outbox:inbox';
@@ -81,6 +82,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     const consumer = this.consumers.deferred.get(row.consumer)!;
     let outcome: { done: true } | { done: false; error: unknown } | undefined;
     let chainError: unknown;
+    const started = performance.now();
     try {
       // The consumer runs its handler's chain (guards, interceptors, pipes) and hands the rest of
       // it to this replay, in a transaction that also settles the row, fenced by the claim token.
@@ -99,6 +101,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       chainError = error;
     }
     if (outcome?.done) {
+      emit(OUTBOX_EVENTS.handled, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type, handlerMs: performance.now() - started }));
       if (chainError !== undefined) {
         this.logger.warn(`${printable(row.consumer)}: message ${printable(row.messageId)} was processed, then the handler chain threw: ${describeError(chainError, 300)}`);
       }
@@ -110,12 +113,16 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       chainError ??
       new Error('the handler chain returned without reaching @InboxHandler (a guard or an interceptor before it did not call on)');
     if (error instanceof ClaimLostError) {
+      emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'inbox', count: 1 }));
       this.logger.warn(`${printable(row.consumer)}: the claim on message ${printable(row.messageId)} was taken over; its effects were rolled back`);
       return;
     }
     const settlement = failedSettlement(row, error, this.failurePolicy);
     // Retried: a lost settle would leave the row PROCESSING until the stuck detector reclaims it.
     await persistently(() => this.dialect.settleFailed(this.dataSource, [settlement]));
+    const event = { table: 'inbox' as const, consumer: row.consumer, messageId: row.messageId, type: row.type, error: settlement.error, errorType: errorType(error) };
+    if (settlement.status === 'MANUAL_REQUIRED') emit(OUTBOX_EVENTS.manualRequired, () => ({ ...event, attempts: row.attempts + 1 }));
+    else emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...event, attempt: row.attempts + 1, delayMs: settlement.delayMs }));
     const outcomeText = settlement.status === 'MANUAL_REQUIRED' ? 'gave up (MANUAL_REQUIRED)' : `retrying in ${settlement.delayMs} ms`;
     this.logger.warn(`${printable(row.consumer)} failed on message ${printable(row.messageId)}, ${outcomeText}: ${settlement.error}`);
   }

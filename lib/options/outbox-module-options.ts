@@ -104,6 +104,16 @@ export class OutboxModuleOptions {
   @IsBoolean()
   mandatory = true;
 
+  /**
+   * With `@opentelemetry/api` installed and an SDK registered: report the tables' rows by status
+   * and their lag as gauges, read with one aggregate statement per table (a scan of the table) at
+   * every metrics collection. The other metrics cost no statement. Turn it off in all but one
+   * process of a deployment (the figures are the same from every process), or where retention
+   * keeps so much history that a scan per collection is too much.
+   */
+  @IsBoolean()
+  tableMetrics = true;
+
   /** Characters of the last error kept on a row. */
   @IsInt() @Min(100) @Max(10_000)
   lastErrorMaxLength = 2_000;

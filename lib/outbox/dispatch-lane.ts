@@ -4,6 +4,9 @@ import { ClaimedMessage, OutboxDialect } from '../dialects/outbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
 import { persistently } from '../engine/persistently';
 import { FailurePolicy, settleBatch } from '../engine/settlement';
+import { FailedSettlement } from '../engine/state-table';
+import { MessageStatus } from '../message/message-status';
+import { emit, errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { OutboxTransport } from '../transport/outbox-transport';
 
 /** Counters since start-up, for monitoring and tests. */
@@ -92,7 +95,9 @@ export class DispatchLane {
 
   private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {
     const { transport, dialect, dataSource } = this.spec;
-    const results = await Promise.allSettled(claimed.map((message) => transport.send(message)));
+    // Timed only for a listener: the events are free when nobody subscribes.
+    const sendMs = listening(OUTBOX_EVENTS.sent, OUTBOX_EVENTS.retryScheduled, OUTBOX_EVENTS.manualRequired) ? new Array<number>(claimed.length) : undefined;
+    const results = await Promise.allSettled(claimed.map((message, index) => (sendMs ? timed(() => transport.send(message), sendMs, index) : transport.send(message))));
     const { done, failed, released } = settleBatch(claimed, results, this.spec.failurePolicy);
     if (released.length > 0) this.paused = true;
     // Retried: a lost settle would leave its rows PROCESSING until the stuck detector reclaims them.
@@ -102,6 +107,42 @@ export class DispatchLane {
       persistently(() => dialect.release(dataSource, released)),
     ]);
     this.record(claimed.length, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
+    this.announce(claimed, results, failed, sendMs, claimed.length - settledDone - settledFailed - settledReleased);
+  }
+
+  /** The batch's outcomes as events (see `OUTBOX_EVENTS`). */
+  private announce(claimed: ClaimedMessage[], results: PromiseSettledResult<unknown>[], failed: FailedSettlement[], sendMs: number[] | undefined, lost: number): void {
+    const transport = this.spec.name;
+    const now = Date.now();
+    claimed.forEach((message, index) => {
+      if (results[index].status !== 'fulfilled') return;
+      emit(OUTBOX_EVENTS.sent, () => ({
+        messageId: message.messageId,
+        type: message.type,
+        transport,
+        attempt: message.attempts + 1,
+        sendMs: sendMs?.[index] ?? 0,
+        publishToSentMs: Math.max(0, now - message.createdAt.getTime()),
+      }));
+    });
+    const indexById = new Map(claimed.map((message, index) => [message.id, index]));
+    for (const settlement of failed) {
+      const index = indexById.get(settlement.id)!;
+      const message = claimed[index];
+      const result = results[index];
+      const common = {
+        table: 'outbox' as const,
+        messageId: message.messageId,
+        type: message.type,
+        transport,
+        error: settlement.error,
+        errorType: errorType(result.status === 'rejected' ? result.reason : undefined),
+        sendMs: sendMs?.[index],
+      };
+      if (settlement.status === MessageStatus.MANUAL_REQUIRED) emit(OUTBOX_EVENTS.manualRequired, () => ({ ...common, attempts: message.attempts + 1 }));
+      else emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...common, attempt: message.attempts + 1, delayMs: settlement.delayMs }));
+    }
+    if (lost > 0) emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'outbox', transport, count: lost }));
   }
 
   private record(claimed: number, sent: number, failed: { error: string }[], released: number, settled: number): void {
@@ -120,5 +161,15 @@ export class DispatchLane {
       // Also when a settle committed but its reply was lost, and its retry found nothing left to change.
       this.logger.warn(`${claimed - settled} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
     }
+  }
+}
+
+/** Runs `send`, writing how long it took (settled either way) into `durations[index]`. */
+async function timed(send: () => Promise<void>, durations: number[], index: number): Promise<void> {
+  const started = performance.now();
+  try {
+    await send();
+  } finally {
+    durations[index] = performance.now() - started;
   }
 }

@@ -10,6 +10,7 @@ import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS }
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxTransports } from '../transport/outbox-transports';
 import { OutboxMessageInvalidError } from '../errors';
+import { emit, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { transportOf } from './message-router';
 import { OutboxWakeup } from './outbox-wakeup';
 
@@ -49,6 +50,7 @@ export class OutboxService {
       return { messageId: existing ?? row.messageId, duplicate: true };
     }
     await this.wakeup.published(manager, transport);
+    emit(OUTBOX_EVENTS.published, () => ({ messageId: row.messageId, type: row.type, transport }));
     return { messageId: row.messageId, duplicate: false };
   }
 
@@ -64,7 +66,9 @@ export class OutboxService {
     // (and PostgreSQL would answer a NUL in it with a raw error).
     const key = columnText('bizKey', bizKey);
     const kind = type === undefined ? undefined : shortStringText('type', type, false);
-    return this.dialect.cancel(this.transactionManager('cancel', options), key, kind);
+    const abandoned = await this.dialect.cancel(this.transactionManager('cancel', options), key, kind);
+    if (abandoned > 0) emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'outbox', count: abandoned }));
+    return abandoned;
   }
 
   private transactionManager(operation: string, options: OutboxWriteOptions | undefined): EntityManager {

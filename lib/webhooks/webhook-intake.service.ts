@@ -2,6 +2,7 @@ import { HttpException, Inject, Injectable, Logger, ServiceUnavailableException 
 import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
+import { emit, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { printable } from '../inbox/printable';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE } from '../outbox.constants';
 import { describeError } from '../retry/error-classifier';
@@ -60,6 +61,7 @@ export class WebhookIntake {
       throw new HttpException({ statusCode: status, message: reason }, status);
     }
     const { row } = identified;
+    emit(OUTBOX_EVENTS.received, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     let stored: boolean;
     try {
       stored = await this.dialect.insertPending(this.dataSource, row);
@@ -69,6 +71,7 @@ export class WebhookIntake {
       throw new ServiceUnavailableException('the webhook could not be stored; retry later');
     }
     if (stored) this.wakeup.wake();
+    else emit(OUTBOX_EVENTS.duplicate, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     return { received: true };
   }
 

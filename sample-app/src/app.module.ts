@@ -11,6 +11,8 @@ import { InventoryModule } from './inventory/inventory.module';
 import { LOGISTICS_TRANSPORT } from './logistics/logistics.constants';
 import { LogisticsModule } from './logistics/logistics.module';
 import { LogisticsTransport } from './logistics/logistics.transport';
+import { MetricsModule } from './metrics/metrics.module';
+import { HealthModule } from './health/health.module';
 import { OrdersModule } from './orders/orders.module';
 import { ORDERS_EXCHANGE } from './orders/orders.constants';
 import { PaymentsModule } from './payments/payments.module';
@@ -64,6 +66,8 @@ const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
     InventoryModule,
     PaymentsModule,
     LogisticsModule,
+    MetricsModule,
+    HealthModule,
   ],
 })
 export class AppModule {}

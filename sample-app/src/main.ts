@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+// First: the OpenTelemetry SDK must be registered before the outbox takes its meter.
+import './metrics/prometheus-exporter';
 import { Logger, ValidationPipe } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module';

@@ -1,0 +1,161 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, ObservableGauge } from '@opentelemetry/api';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { OutboxAdmin } from '../admin/outbox-admin.service';
+import { TableStats } from '../admin/outbox-stats';
+import { OUTBOX_OPTIONS } from '../outbox.constants';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { describeError } from '../retry/error-classifier';
+import { openTelemetryIfInstalled } from './opentelemetry';
+import { OUTBOX_EVENTS, OutboxEventMap, OutboxEventName } from './outbox-events';
+
+/** The meter's name and the attribute keys of the library's metrics. */
+export const METER_NAME = 'nestjs-outbox';
+const TABLE = 'outbox.table';
+const TRANSPORT = 'outbox.transport';
+const CONSUMER = 'messaging.consumer.group.name';
+const STATUS = 'outbox.status';
+/** Bucket bounds in seconds, from a millisecond to a minute (the SDK's default bounds are made for milliseconds). */
+const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** The instruments, created once the API is there. */
+interface Instruments {
+  published: Counter;
+  sent: Counter;
+  retries: Counter;
+  manualRequired: Counter;
+  abandoned: Counter;
+  claimsLost: Counter;
+  received: Counter;
+  duplicates: Counter;
+  handled: Counter;
+  publishToSent: Histogram;
+  sendDuration: Histogram;
+  processDuration: Histogram;
+  rows: ObservableGauge;
+  lag: ObservableGauge;
+}
+
+/**
+ * Records the library's events (`OUTBOX_EVENTS`) as OpenTelemetry metrics, through the global
+ * meter provider of `@opentelemetry/api` (an optional peer: without it, nothing is recorded).
+ * Counters and histograms follow the events; the rows by status and the lag of each table, per
+ * transport and per inbox consumer, are read from `OutboxAdmin.stats()` when the SDK collects,
+ * which scans each table once per collection. Durations are in seconds, as the messaging
+ * semantic conventions use them.
+ */
+@Injectable()
+export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger(OutboxMetrics.name);
+  private readonly subscriptions: [string, (message: unknown) => void][] = [];
+  private meter?: Meter;
+  private collectStats?: (result: BatchObservableResult) => Promise<void>;
+  private observables: ObservableGauge[] = [];
+
+  constructor(
+    private readonly admin: OutboxAdmin,
+    @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+  ) {}
+
+  onModuleInit(): void {
+    const api = openTelemetryIfInstalled();
+    if (!api) return;
+    this.meter = api.metrics.getMeter(METER_NAME);
+    const instruments = this.createInstruments(this.meter);
+    this.listen(instruments);
+    if (!this.options.tableMetrics) return;
+    this.collectStats = (result) => this.observeTables(instruments, result);
+    this.observables = [instruments.rows, instruments.lag];
+    this.meter.addBatchObservableCallback(this.collectStats, this.observables);
+  }
+
+  onModuleDestroy(): void {
+    for (const [name, listener] of this.subscriptions.splice(0)) unsubscribe(name, listener);
+    if (this.meter && this.collectStats) this.meter.removeBatchObservableCallback(this.collectStats, this.observables);
+  }
+
+  private createInstruments(meter: Meter): Instruments {
+    const counter = (name: string, description: string) => meter.createCounter(name, { description, unit: '{message}' });
+    const seconds = (name: string, description: string) => meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: SECONDS_BUCKETS } });
+    return {
+      published: counter('outbox.messages.published', 'Outbox messages stored by publish() (counted in the publishing transaction, which may still roll back)'),
+      sent: counter('outbox.messages.sent', 'Outbox messages a transport took responsibility for'),
+      retries: counter('outbox.retries', 'Failed attempts scheduled for a retry (outbox sends and inbox handlers)'),
+      manualRequired: counter('outbox.manual_required', 'Messages and deliveries given up on (MANUAL_REQUIRED)'),
+      abandoned: counter('outbox.abandoned', 'Messages abandoned before being sent or processed'),
+      claimsLost: counter('outbox.claims_lost', 'Claims found taken over when settled'),
+      received: counter('outbox.inbox.received', 'Deliveries and webhooks that reached an inbox consumer'),
+      duplicates: counter('outbox.inbox.duplicates', 'Deliveries skipped as already stored or processed'),
+      handled: counter('outbox.inbox.handled', 'Inbox handlers whose effects committed'),
+      publishToSent: seconds('outbox.publish_to_sent.duration', "From an outbox message's insert (database clock) to its transport's acknowledgement"),
+      sendDuration: seconds('messaging.client.operation.duration', "One send by an outbox transport (messaging.operation.type 'send'), whatever its outcome"),
+      processDuration: seconds('messaging.process.duration', "An inbox handler with its transaction (messaging.operation.type 'process')"),
+      rows: meter.createObservableGauge('outbox.rows', { description: 'Rows of the outbox and inbox tables by status', unit: '{message}' }),
+      lag: meter.createObservableGauge('outbox.lag', { description: 'How long the oldest due row has waited past its time', unit: 's' }),
+    };
+  }
+
+  /** Subscribes one recorder per event; a recorder never throws (an error would end the process). */
+  private listen(m: Instruments): void {
+    const scope = (event: { transport?: string; consumer?: string }): Attributes =>
+      event.consumer !== undefined ? { [CONSUMER]: event.consumer } : { [TRANSPORT]: event.transport ?? '' };
+    this.on(OUTBOX_EVENTS.published, (e) => m.published.add(1, { [TRANSPORT]: e.transport }));
+    const SEND = { 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' };
+    this.on(OUTBOX_EVENTS.sent, (e) => {
+      const attributes = { [TRANSPORT]: e.transport };
+      m.sent.add(1, attributes);
+      m.publishToSent.record(e.publishToSentMs / 1_000, attributes);
+      m.sendDuration.record(e.sendMs / 1_000, { ...attributes, ...SEND });
+    });
+    // A failed send's duration is recorded with its error.type, as the conventions ask.
+    const failedSend = (e: { sendMs?: number; transport?: string; errorType: string }) => {
+      if (e.sendMs !== undefined) m.sendDuration.record(e.sendMs / 1_000, { [TRANSPORT]: e.transport ?? '', ...SEND, 'error.type': e.errorType });
+    };
+    this.on(OUTBOX_EVENTS.retryScheduled, (e) => {
+      m.retries.add(1, { [TABLE]: e.table, ...scope(e) });
+      failedSend(e);
+    });
+    this.on(OUTBOX_EVENTS.manualRequired, (e) => {
+      m.manualRequired.add(1, { [TABLE]: e.table, ...scope(e) });
+      failedSend(e);
+    });
+    this.on(OUTBOX_EVENTS.abandoned, (e) => m.abandoned.add(e.count, { [TABLE]: e.table }));
+    this.on(OUTBOX_EVENTS.claimLost, (e) => m.claimsLost.add(e.count, { [TABLE]: e.table }));
+    this.on(OUTBOX_EVENTS.received, (e) => m.received.add(1, { [CONSUMER]: e.consumer }));
+    this.on(OUTBOX_EVENTS.duplicate, (e) => m.duplicates.add(1, { [CONSUMER]: e.consumer }));
+    this.on(OUTBOX_EVENTS.handled, (e) => {
+      m.handled.add(1, { [CONSUMER]: e.consumer });
+      m.processDuration.record(e.handlerMs / 1_000, { [CONSUMER]: e.consumer, 'messaging.operation.type': 'process', 'messaging.operation.name': 'process' });
+    });
+  }
+
+  private on<N extends OutboxEventName>(name: N, record: (event: OutboxEventMap[N]) => void): void {
+    const listener = (message: unknown) => {
+      try {
+        record(message as OutboxEventMap[N]);
+      } catch (error) {
+        this.logger.warn(`Recording ${name} failed: ${describeError(error, 300)}`);
+      }
+    };
+    subscribe(name, listener);
+    this.subscriptions.push([name, listener]);
+  }
+
+  /** The tables' rows by status and their lag, per transport and per consumer, from one stats() snapshot. */
+  private async observeTables(m: Instruments, result: BatchObservableResult): Promise<void> {
+    let stats;
+    try {
+      stats = await this.admin.stats();
+    } catch (error) {
+      // A collection without these figures, rather than a failed export of every other metric.
+      this.logger.warn(`Reading the outbox stats for metrics failed: ${describeError(error, 300)}`);
+      return;
+    }
+    const observe = (table: 'outbox' | 'inbox', attributes: Attributes, figures: TableStats) => {
+      for (const [status, count] of Object.entries(figures.counts)) result.observe(m.rows, count, { [TABLE]: table, [STATUS]: status, ...attributes });
+      result.observe(m.lag, figures.lagMs / 1_000, { [TABLE]: table, ...attributes });
+    };
+    for (const [transport, figures] of Object.entries(stats.outbox.byTransport)) observe('outbox', { [TRANSPORT]: transport }, figures);
+    for (const [consumer, figures] of Object.entries(stats.inbox.byConsumer)) observe('inbox', { [CONSUMER]: consumer }, figures);
+  }
+}
