@@ -18,6 +18,7 @@ import { InboxHandlerDefinition } from './inbox-handler-options';
 import { STARTED_NOTES } from './inbox.messages';
 import { InboxWakeup } from './inbox-wakeup';
 import { emit, errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { endSpan, runInSpan, startSpanFrom, TracedOperation } from '../observability/outbox-tracing';
 import { printable } from './printable';
 import { RecordingFallback } from './recording-fallback';
 import { isRedelivery } from './redelivery';
@@ -70,7 +71,27 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
    * subscription's error handler, and a failure here must not depend on what that does.
    */
   receive(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
-    return this.handle(handler, payload, message, run).catch((error: unknown) => this.unexpected(handler, message, error));
+    const handled = () => this.handle(handler, payload, message, run).catch((error: unknown) => this.unexpected(handler, message, error));
+    const operation = this.startProcessSpan(handler, message);
+    if (!operation) return handled();
+    // The handler runs in the span, continuing the sender's trace: what it publishes continues it too.
+    return runInSpan(operation, handled).then((outcome) => {
+      endSpan(operation, outcome === undefined ? undefined : new Error('the delivery was handed back or dead-lettered'));
+      return outcome;
+    });
+  }
+
+  /** A consumer span continuing the trace the delivery's headers carry, where an SDK records spans. */
+  private startProcessSpan(handler: InboxHandlerDefinition, message: ConsumeMessage): TracedOperation | undefined {
+    const headers = (message?.properties?.headers ?? {}) as Record<string, unknown>;
+    const messageId = message?.properties?.messageId;
+    return startSpanFrom(headers, `process ${handler.consumer}`, 'consumer', {
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.consumer.group.name': handler.consumer,
+      'messaging.destination.name': String(message?.fields?.exchange ?? ''),
+      ...(typeof messageId === 'string' ? { 'messaging.message.id': messageId } : {}),
+    });
   }
 
   private async handle(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {

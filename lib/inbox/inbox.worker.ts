@@ -12,6 +12,7 @@ import { describeError } from '../retry/error-classifier';
 import { InboxConsumers } from './inbox-consumers';
 import { InboxWakeup } from './inbox-wakeup';
 import { emit, errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { endSpan, runInSpan, startSpanFrom } from '../observability/outbox-tracing';
 import { printable } from './printable';
 
 const POLL_INTERVAL_NAME = 'nestjs-outbox:inbox';
@@ -75,7 +76,23 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private async processBatch(batch: ClaimedInboxMessage[]): Promise<void> {
-    for (const row of batch) await this.processOne(row);
+    for (const row of batch) await this.processTraced(row);
+  }
+
+  /** The stored delivery in a consumer span continuing the trace its stored headers carry (AMQP headers, a webhook's request headers). */
+  private async processTraced(row: ClaimedInboxMessage): Promise<void> {
+    const operation = startSpanFrom(row.headers, `process ${row.consumer}`, 'consumer', {
+      'messaging.operation.type': 'process',
+      'messaging.operation.name': 'process',
+      'messaging.consumer.group.name': row.consumer,
+      'messaging.message.id': row.messageId,
+    });
+    if (!operation) return this.processOne(row);
+    try {
+      await runInSpan(operation, () => this.processOne(row));
+    } finally {
+      endSpan(operation);
+    }
   }
 
   private async processOne(row: ClaimedInboxMessage): Promise<void> {

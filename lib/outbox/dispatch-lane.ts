@@ -7,6 +7,7 @@ import { FailurePolicy, settleBatch } from '../engine/settlement';
 import { FailedSettlement } from '../engine/state-table';
 import { MessageStatus } from '../message/message-status';
 import { emit, errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { endSpan, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
 import { OutboxTransport } from '../transport/outbox-transport';
 
 /** Counters since start-up, for monitoring and tests. */
@@ -97,7 +98,9 @@ export class DispatchLane {
     const { transport, dialect, dataSource } = this.spec;
     // Timed only for a listener: the events are free when nobody subscribes.
     const sendMs = listening(OUTBOX_EVENTS.sent, OUTBOX_EVENTS.retryScheduled, OUTBOX_EVENTS.manualRequired) ? new Array<number>(claimed.length) : undefined;
-    const results = await Promise.allSettled(claimed.map((message, index) => (sendMs ? timed(() => transport.send(message), sendMs, index) : transport.send(message))));
+    const results = await Promise.allSettled(
+      claimed.map((message, index) => (sendMs ? timed(() => this.send(message), sendMs, index) : this.send(message))),
+    );
     const { done, failed, released } = settleBatch(claimed, results, this.spec.failurePolicy);
     if (released.length > 0) this.paused = true;
     // Retried: a lost settle would leave its rows PROCESSING until the stuck detector reclaims them.
@@ -143,6 +146,30 @@ export class DispatchLane {
       else emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...common, attempt: message.attempts + 1, delayMs: settlement.delayMs }));
     }
     if (lost > 0) emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'outbox', transport, count: lost }));
+  }
+
+  /**
+   * One send, in a producer span continuing the trace the message was published in, whose context
+   * the message carries on (where an SDK records spans; otherwise a plain send).
+   */
+  private async send(message: ClaimedMessage): Promise<void> {
+    const destination = message.destination || message.exchange || message.routingKey;
+    const operation = startSpanFrom(message.headers, `send ${destination || this.spec.name}`, 'producer', {
+      'messaging.operation.type': 'send',
+      'messaging.operation.name': 'send',
+      'messaging.destination.name': destination,
+      'messaging.message.id': message.messageId,
+      'outbox.transport': this.spec.name,
+      'outbox.attempt': message.attempts + 1,
+    });
+    if (!operation) return this.spec.transport.send(message);
+    try {
+      await this.spec.transport.send({ ...message, headers: withTraceContext(message.headers, operation) });
+      endSpan(operation);
+    } catch (error) {
+      endSpan(operation, error);
+      throw error;
+    }
   }
 
   private record(claimed: number, sent: number, failed: { error: string }[], released: number, settled: number): void {

@@ -11,6 +11,7 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxTransports } from '../transport/outbox-transports';
 import { OutboxMessageInvalidError } from '../errors';
 import { emit, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { activeTraceHeaders } from '../observability/outbox-tracing';
 import { transportOf } from './message-router';
 import { OutboxWakeup } from './outbox-wakeup';
 
@@ -41,7 +42,7 @@ export class OutboxService {
   async publish<TPayload>(message: OutboxMessage<TPayload>, options?: OutboxWriteOptions): Promise<PublishResult> {
     assertMessageObject(message);
     const transport = transportOf(message, this.options.route, this.transports.defaultName);
-    const row = toNewOutboxRow(message, transport, this.options);
+    const row = toNewOutboxRow(withActiveTrace(message), transport, this.options);
     const problem = this.transports.get(transport)?.addressProblem?.(message);
     if (problem) throw new OutboxMessageInvalidError(`${problem.message} (transport "${transport}")`, problem.field);
     const manager = this.transactionManager('publish', options);
@@ -80,4 +81,18 @@ export class OutboxService {
     }
     return manager;
   }
+}
+
+/**
+ * The message with the active trace context (W3C `traceparent`, `tracestate`) added to its
+ * headers, so that its send, and its consumers, continue the publisher's trace. Headers that
+ * already carry a context keep theirs; headers that are not a plain object are left for
+ * validation to refuse.
+ */
+function withActiveTrace<T>(message: OutboxMessage<T>): OutboxMessage<T> {
+  const trace = activeTraceHeaders();
+  if (!('traceparent' in trace)) return message;
+  const headers = message.headers;
+  if (headers !== undefined && (headers === null || typeof headers !== 'object' || Array.isArray(headers) || 'traceparent' in headers)) return message;
+  return { ...message, headers: { ...headers, ...trace } };
 }

@@ -116,6 +116,7 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
       'webhook-timestamp': String(timestamp),
       [ATTEMPT_HEADER]: String(message.attempts + 1),
       [PUBLISHED_AT_HEADER]: message.createdAt.toISOString(),
+      ...traceContextHeaders(message.headers),
     };
     if (endpoint.secret) headers['webhook-signature'] = signWebhook({ id: message.messageId, timestamp, body: message.payload, secret: endpoint.secret });
     let response: Response;
@@ -168,4 +169,15 @@ function resolveTimeouts(configured: ReadonlyMap<string, HttpEndpoint>, sendTime
     endpoints.set(name, { ...endpoint, timeoutMs });
   }
   return { endpoints, problems };
+}
+
+/** The message's W3C trace context, so that the receiver continues the trace (the other headers are AMQP's). */
+function traceContextHeaders(headers: Record<string, unknown>): Record<string, string> {
+  const found: Record<string, string> = {};
+  for (const name of ['traceparent', 'tracestate']) {
+    const value = headers[name];
+    // Printable ASCII only: a header value with anything else would make fetch throw.
+    if (typeof value === 'string' && /^[\x20-\x7e]{1,512}$/.test(value)) found[name] = value;
+  }
+  return found;
 }
