@@ -17,7 +17,7 @@ export function outboxIndexNames(table: string) {
     ...stateIndexNames(table),
     messageId: `UQ_${table}_message_id`,
     typeBizKey: `UQ_${table}_type_biz_key`,
-    /** Schema version 2: the claim index per transport, which replaces `claimable`. */
+    /** Schema version 2: the claim index per transport (beside `claimable` on PostgreSQL, in its place elsewhere). */
     lane: `IDX_${table}_lane`,
   };
 }

@@ -62,6 +62,7 @@ describeOn(['postgres'], 'Table migrations (PostgreSQL: compares information_sch
     await migrate(MIGRATED, [createOutboxTableMigration('billing_outbox'), createInboxTableMigration('billing_inbox'), createOutboxTableV2Migration('billing_outbox')]);
     const { indexes } = await shape(MIGRATED, 'billing_outbox');
     expect(indexes.map((i) => i.name)).toEqual([
+      'IDX_billing_outbox_claimable',
       'IDX_billing_outbox_lane',
       'IDX_billing_outbox_ordering',
       'IDX_billing_outbox_processing',
@@ -69,8 +70,30 @@ describeOn(['postgres'], 'Table migrations (PostgreSQL: compares information_sch
       'UQ_billing_outbox_message_id',
       'UQ_billing_outbox_type_biz_key',
     ]);
-    // The claim index covers only claimable rows, so retained history does not slow claims; one
-    // range of it per transport.
-    expect(indexes[0].def).toMatch(/\(transport, id\) WHERE \(\(status\)::text = ANY/);
+    // The claim indexes cover only claimable rows, so retained history does not slow claims; the
+    // lane index has one range per transport.
+    expect(indexes[0].def).toMatch(/\(id\) WHERE \(\(status\)::text = ANY/);
+    expect(indexes[1].def).toMatch(/\(transport, id\) WHERE \(\(status\)::text = ANY/);
+  });
+
+  it('claims through a claim index, not the primary key, with statistics taken while the backlog was all claimable', async () => {
+    const schema = 'it_schema_stale_stats';
+    await freshSchema(schema);
+    await migrate(schema, OUTBOX_MIGRATIONS);
+    const table = `"${schema}".outbox_message`;
+    await sql(
+      `INSERT INTO ${table} (message_id, message_type, exchange, routing_key, payload, headers, status, max_attempts)
+       SELECT gen_random_uuid(), 't', 'e', 'r', json_build_object('blob', repeat('x', 500)), '{}', 'PENDING', 5 FROM generate_series(1, 20000)`,
+    );
+    await sql(`ANALYZE ${table}`);
+    // Half of the backlog sent since: the statistics still say every row is claimable.
+    await sql(`UPDATE ${table} SET status = 'DONE' WHERE id <= 10000`);
+    const plan = (await sql<{ 'QUERY PLAN': string }>(
+      `EXPLAIN SELECT c.id FROM ${table} AS c
+       WHERE c.transport = 'default' AND c.status IN ('PENDING', 'FAILED') AND c.next_attempt_at <= now()
+       ORDER BY c.id LIMIT 500 FOR UPDATE OF c SKIP LOCKED`,
+    )).map((row) => row['QUERY PLAN']).join('\n');
+    expect(plan).toMatch(/Index Scan using "IDX_outbox_message_(claimable|lane)"/);
+    expect(plan).not.toContain('PK_outbox_message');
   });
 });

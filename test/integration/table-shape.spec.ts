@@ -10,7 +10,8 @@ const EXPECTED = {
   outbox_message: {
     // Version 1's columns, then what version 2 added.
     columns: ['id', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS, 'transport', 'destination'],
-    keys: ['IDX_outbox_message_lane', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'PK_outbox_message', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'],
+    // PostgreSQL keeps version 1's claim index beside the lane index (see postgresOutboxV2Ddl).
+    keys: [...(DATABASE_KIND === 'postgres' ? ['IDX_outbox_message_claimable'] : []), 'IDX_outbox_message_lane', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'PK_outbox_message', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'],
   },
   inbox_message: {
     columns: ['id', 'consumer', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS],
