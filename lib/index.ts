@@ -58,4 +58,6 @@ export type {
   SentEvent,
 } from './observability/outbox-events';
 export * from './errors';
-
+export type {
+  BatchOptions, InboxMessageFilter, ListedInboxMessage, ListedOutboxMessage, MessageFilterFields, MessagePage, MessagePageOptions, OutboxMessageFilter,
+} from './admin/message-filter';

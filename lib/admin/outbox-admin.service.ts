@@ -2,22 +2,30 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
 import { OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../dialects/outbox-dialect';
-import { MessageRef, ParkedKey } from '../engine/state-table';
+import { ListedMessage, MessageChange, MessageRef, ParkedKey, StateTable } from '../engine/state-table';
 import { OutboxError } from '../errors';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
 import { unstorableReason } from '../inbox/storable-text';
 import { columnText, shortStringText } from '../message/message-text';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../outbox.constants';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
+import { emit, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { inboxStats, OutboxStats, outboxStats } from './outbox-stats';
+import { changeInBatches } from './batched-change';
+import { filterForChange, wakesWorker } from './change-scope';
+import { BatchOptions, InboxMessageFilter, ListedInboxMessage, ListedOutboxMessage, MessagePage, MessagePageOptions, OutboxMessageFilter } from './message-filter';
+import { checkedFilter, FilteredTable } from './message-filter-validation';
+import { checkedBatchSize, checkedWindow } from './page-options';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEFAULT_LIMIT = 100;
 
 /**
  * Operator actions on messages that need a human: counts rows by status, lists ordering keys
- * parked behind a MANUAL_REQUIRED head, and requeues or abandons one message (which releases its
- * key, in order). Each action is one statement per table, safe to run from any instance.
+ * parked behind a MANUAL_REQUIRED head, requeues or abandons one message (which releases its
+ * key, in order), and lists, requeues, abandons, replays or purges the messages a filter selects
+ * (in bounded batches). Each statement is short and re-checks the statuses it may change, so every
+ * action is safe to run from any instance while dispatchers run.
  */
 @Injectable()
 export class OutboxAdmin {
@@ -77,7 +85,10 @@ export class OutboxAdmin {
    */
   async abandon(messageId: string): Promise<boolean> {
     const abandoned = await this.outbox.abandon(this.dataSource, { messageId: outboxMessageId(messageId) });
-    if (abandoned) this.outboxWakeup.wake();
+    if (abandoned) {
+      this.outboxWakeup.wake();
+      emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'outbox', count: 1 }));
+    }
     return abandoned;
   }
 
@@ -91,8 +102,94 @@ export class OutboxAdmin {
   /** Gives up on an unprocessed inbox delivery: it becomes ABANDONED and its handler never runs. */
   async abandonInbox(consumer: string, messageId: string): Promise<boolean> {
     const abandoned = await this.inbox.abandon(this.dataSource, inboxMessageRef(consumer, messageId));
-    if (abandoned) this.inboxWakeup.wake();
+    if (abandoned) {
+      this.inboxWakeup.wake();
+      emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'inbox', count: 1 }));
+    }
     return abandoned;
+  }
+
+  /** Outbox messages matching `filter` (every field optional), one page of them: newest first unless `page.order` says otherwise. */
+  async listMessages(filter: OutboxMessageFilter = {}, page?: MessagePageOptions): Promise<MessagePage<ListedOutboxMessage>> {
+    return (await this.list('outbox', filter, page)) as MessagePage<ListedOutboxMessage>;
+  }
+
+  /** Inbox deliveries matching `filter`, one page of them, as `listMessages`. */
+  async listInboxMessages(filter: InboxMessageFilter = {}, page?: MessagePageOptions): Promise<MessagePage<ListedInboxMessage>> {
+    return (await this.list('inbox', filter, page)) as MessagePage<ListedInboxMessage>;
+  }
+
+  /**
+   * `requeue()` for every FAILED or MANUAL_REQUIRED outbox message matching `filter`: due now, with
+   * a fresh attempt budget. Refuses an empty filter.
+   * @returns how many messages were requeued
+   */
+  requeueMessages(filter: OutboxMessageFilter, options?: BatchOptions): Promise<number> {
+    return this.change('outbox', 'requeue', 'requeueMessages', filter, options);
+  }
+
+  /** `abandon()` for every PENDING, FAILED or MANUAL_REQUIRED outbox message matching `filter`. Refuses an empty filter. */
+  abandonMessages(filter: OutboxMessageFilter, options?: BatchOptions): Promise<number> {
+    return this.change('outbox', 'abandon', 'abandonMessages', filter, options);
+  }
+
+  /**
+   * Sends DONE outbox messages matching `filter` again, under their own message ids: each becomes
+   * PENDING, due now, with no attempts. A message with an ordering key stays DONE while a later
+   * message of its key is still to be sent or in flight; one replayed goes out in its key's order
+   * before the key's later messages still to come, and after those already sent that the filter
+   * does not select. Refuses an empty filter.
+   * @returns how many messages will be sent again
+   */
+  replayMessages(filter: OutboxMessageFilter, options?: BatchOptions): Promise<number> {
+    return this.change('outbox', 'replay', 'replayMessages', filter, options);
+  }
+
+  /**
+   * Deletes outbox messages matching `filter` that are DONE or ABANDONED, or MANUAL_REQUIRED when
+   * the filter's status names it; never one still to be sent. Needs a status or a time bound.
+   * @returns how many rows were deleted
+   */
+  purgeMessages(filter: OutboxMessageFilter, options?: BatchOptions): Promise<number> {
+    return this.change('outbox', 'purge', 'purgeMessages', filter, options);
+  }
+
+  /** `requeueInbox()` for every FAILED or MANUAL_REQUIRED inbox delivery matching `filter`. Refuses an empty filter. */
+  requeueInboxMessages(filter: InboxMessageFilter, options?: BatchOptions): Promise<number> {
+    return this.change('inbox', 'requeue', 'requeueInboxMessages', filter, options);
+  }
+
+  /** `abandonInbox()` for every PENDING, FAILED or MANUAL_REQUIRED inbox delivery matching `filter`. Refuses an empty filter. */
+  abandonInboxMessages(filter: InboxMessageFilter, options?: BatchOptions): Promise<number> {
+    return this.change('inbox', 'abandon', 'abandonInboxMessages', filter, options);
+  }
+
+  /** Deletes inbox deliveries matching `filter`, as `purgeMessages`. A redelivery of a deleted one runs its handler again. */
+  purgeInboxMessages(filter: InboxMessageFilter, options?: BatchOptions): Promise<number> {
+    return this.change('inbox', 'purge', 'purgeInboxMessages', filter, options);
+  }
+
+  private async list(table: FilteredTable, filter: unknown, page: MessagePageOptions | undefined): Promise<MessagePage<ListedMessage>> {
+    const checked = checkedFilter(table, filter);
+    const window = checkedWindow(page);
+    // One row more than the page tells whether another page follows.
+    const rows = await this.tableOf(table).listMessages(this.dataSource, checked, { ...window, limit: window.limit + 1 });
+    const messages = rows.slice(0, window.limit);
+    return { messages, next: rows.length > window.limit ? messages[messages.length - 1].id : null };
+  }
+
+  private async change(table: FilteredTable, change: MessageChange, operation: string, filter: unknown, options: BatchOptions | undefined): Promise<number> {
+    const scoped = filterForChange(change, checkedFilter(table, filter), operation);
+    const batchSize = checkedBatchSize(options);
+    const wakeup = table === 'outbox' ? this.outboxWakeup : this.inboxWakeup;
+    const wake = wakesWorker(change, scoped) ? () => wakeup.wake() : () => undefined;
+    const changed = await changeInBatches(this.dataSource, this.tableOf(table), change, scoped, batchSize, wake);
+    if (change === 'abandon' && changed > 0) emit(OUTBOX_EVENTS.abandoned, () => ({ table, count: changed }));
+    return changed;
+  }
+
+  private tableOf(table: FilteredTable): StateTable {
+    return table === 'outbox' ? this.outbox : this.inbox;
   }
 }
 

@@ -59,6 +59,96 @@ export interface ParkedKey {
 }
 
 /**
+ * Rows an operator selects, as `OutboxAdmin` checked them: every field given must match. Nullable
+ * columns match only when they hold a value.
+ */
+export interface MessageFilter {
+  /** Any of these statuses. */
+  statuses?: readonly MessageStatus[];
+  type?: string;
+  bizKey?: string;
+  /** Outbox only. */
+  transport?: string;
+  /** Inbox only. */
+  consumer?: string;
+  /** `last_error` contains this text, character for character (no wildcards). */
+  errorContains?: string;
+  /** Created at or after this instant. */
+  createdAfter?: Date;
+  /** Created strictly before this instant. */
+  createdBefore?: Date;
+}
+
+/** One page of `listMessages`, by id: a keyset, so a page costs the same however deep it is. */
+export interface ListWindow {
+  /** Only rows past this id (below it when `newestFirst`); null for the first page. */
+  after: string | null;
+  limit: number;
+  newestFirst: boolean;
+}
+
+/** A row as an operator sees it. */
+export interface ListedMessage {
+  /** The row's id: pass the last one seen as the next page's `after`. */
+  id: string;
+  messageId: string;
+  type: string;
+  bizKey: string | null;
+  orderingKey: string | null;
+  status: MessageStatus;
+  attempts: number;
+  lastError: string | null;
+  createdAt: Date;
+  /** When it was sent or processed (DONE) or given up (ABANDONED). */
+  processedAt: Date | null;
+  nextAttemptAt: Date;
+  /** Outbox only. */
+  transport?: string;
+  /** Outbox only. */
+  destination?: string;
+  /** Inbox only. */
+  consumer?: string;
+}
+
+/**
+ * An operator's change to every row a filter selects:
+ * - `requeue`: FAILED / MANUAL_REQUIRED become due now with their attempts reset (as `requeue`).
+ * - `abandon`: PENDING / FAILED / MANUAL_REQUIRED become ABANDONED (as `abandon`).
+ * - `replay`: DONE becomes PENDING, due now, attempts reset, under the same message id.
+ * - `purge`: DONE / ABANDONED / MANUAL_REQUIRED rows are deleted.
+ */
+export type MessageChange = 'requeue' | 'abandon' | 'replay' | 'purge';
+
+/**
+ * The statuses each change may touch, whatever the filter asks: re-checked by the statement that
+ * changes the rows, so a row claimed meanwhile (PROCESSING) is left alone.
+ */
+export const CHANGEABLE_STATUSES: Readonly<Record<MessageChange, readonly MessageStatus[]>> = {
+  requeue: [MessageStatus.FAILED, MessageStatus.MANUAL_REQUIRED],
+  abandon: [MessageStatus.PENDING, MessageStatus.FAILED, MessageStatus.MANUAL_REQUIRED],
+  replay: [MessageStatus.DONE],
+  purge: [MessageStatus.DONE, MessageStatus.ABANDONED, MessageStatus.MANUAL_REQUIRED],
+};
+
+/** The id range one batch of a change walks, in ascending id order. */
+export interface ChangeBatch {
+  /** Only rows past this id: the previous batch's `lastId`; null for the first batch. */
+  after: string | null;
+  /** No row past this id: the newest row when the change began, so rows written since are left alone. */
+  through: string;
+  /** Rows per statement. */
+  size: number;
+}
+
+/** What one batch did. */
+export interface ChangeBatchOutcome {
+  /** Rows changed (or deleted). */
+  changed: number;
+  /** The highest id the batch reached, where the next batch starts; null when no row was left. */
+  lastId: string | null;
+}
+
+/**
  * The state machine shared by the outbox and inbox tables: every transition after a claim is
  * fenced by the claim token, and every time comes from the database's clock. One implementation
  * per database; the outbox and inbox dialects extend it with their own inserts and claims.
@@ -94,4 +184,15 @@ export interface StateTable {
   requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean>;
   /** A PENDING, FAILED or MANUAL_REQUIRED message becomes ABANDONED (never sent or processed); true when it was one. */
   abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean>;
+  /** Rows matching `filter`, one page of them in id order. */
+  listMessages(target: SqlTarget, filter: MessageFilter, window: ListWindow): Promise<ListedMessage[]>;
+  /**
+   * Applies `change` to up to `batch.size` rows matching `filter` (narrowed to the change's
+   * `CHANGEABLE_STATUSES`), the lowest ids in `batch`'s range first, in one short transaction of
+   * its own. A row locked by a claim under way is passed over (PostgreSQL) or waited for, and is
+   * then PROCESSING, which no change touches. A `replay`
+   * leaves a row with an ordering key DONE while a later row of its key is unfinished (see
+   * `replayKeyRule`): it would go out beside it, or hold it back.
+   */
+  changeMessages(dataSource: DataSource, change: MessageChange, filter: MessageFilter, batch: ChangeBatch): Promise<ChangeBatchOutcome>;
 }

@@ -11,3 +11,4 @@ export * from './exchange-not-found.error';
 export * from './broker-channel.error';
 export * from './webhook-options.error';
 export * from './retry-later.error';
+export * from './outbox-admin-filter.error';

@@ -1,6 +1,9 @@
 import { DataSource } from 'typeorm';
 import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
-import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import {
+  ChangeBatch, ChangeBatchOutcome, ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, ListedMessage, ListWindow, MessageChange, MessageFilter, MessageRef,
+  ParkedKey, StateTable,
+} from '../../engine/state-table';
 import { StatusSummary } from '../../engine/status-summary';
 import { MessageStatus } from '../../message/message-status';
 import { stateIndexNames } from '../index-names';
@@ -8,6 +11,10 @@ import { toExpiredClaim, toParkedKey, toStatusSummary } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 import { ABANDONABLE_SQL, CLAIMABLE_SQL, REQUEUABLE_SQL, statusSummarySql } from '../status-sql';
 import { forceIndex, microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId, isoTime, toDate } from './mysql-sql';
+import { listMessagesSql, toListedMessage } from '../listed-message-sql';
+import { changeAssignments, changeCandidatesSql, changedStatuses, highestId } from '../message-change-sql';
+import { filterConditions, SqlParams } from '../message-filter-sql';
+import { MYSQL_FILTER } from './mysql-filter';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const FINISHED = `status IN ('${DONE}', '${ABANDONED}')`;
@@ -178,5 +185,36 @@ export class MysqlStateTable implements StateTable {
       filter.params,
     );
     return (result.affected ?? 0) > 0;
+  }
+
+  async listMessages(target: SqlTarget, filter: MessageFilter, window: ListWindow): Promise<ListedMessage[]> {
+    const params = new SqlParams(MYSQL_FILTER.placeholder);
+    const sql = listMessagesSql(this.table, this.scope, filter, window, params, MYSQL_FILTER, { id: (c) => `CAST(${c} AS CHAR)`, time: (c) => isoTime(c, c) });
+    const result = await execute(target, sql, params.values);
+    return result.records.map((r) =>
+      toListedMessage(r, this.scope, r.id, { createdAt: toDate(r.created_at)!, processedAt: toDate(r.processed_at), nextAttemptAt: toDate(r.next_attempt_at)! }),
+    );
+  }
+
+  async changeMessages(dataSource: DataSource, change: MessageChange, filter: MessageFilter, batch: ChangeBatch): Promise<ChangeBatchOutcome> {
+    const statuses = changedStatuses(change, filter.statuses);
+    if (statuses.length === 0) return { changed: 0, lastId: null };
+    // Chosen without locks, then changed by id with the filter re-checked, as `deleteFinished`
+    // does: MySQL cannot read the table an UPDATE or DELETE changes in a subquery of it, so the
+    // replay rule is checked when choosing only (the docs say what a publish in between can do).
+    const spelling = { table: this.table, noLaterUnfinished: `(${mysqlLaterUnfinishedCount(this.indexed, this.scope)}) = 0` };
+    const chosen = new SqlParams(MYSQL_FILTER.placeholder);
+    const candidates = changeCandidatesSql(spelling, this.scope, change, filter, statuses, batch, 'CAST(c.id AS CHAR) AS id', chosen, MYSQL_FILTER);
+    const ids: string[] = (await execute(dataSource, candidates, chosen.values)).records.map((r) => r.id);
+    if (ids.length === 0) return { changed: 0, lastId: null };
+    const params = new SqlParams(MYSQL_FILTER.placeholder);
+    const rows = `WHERE id IN (${params.add(ids.map(sqlId))}) AND ${filterConditions({ ...filter, statuses }, '', params, MYSQL_FILTER)}`;
+    const sql =
+      change === 'purge'
+        ? `DELETE FROM ${this.table} ${rows}`
+        : `UPDATE ${this.table} ${this.indexed.usePrimaryKey} SET ${changeAssignments(change, this.scope, NOW)} ${rows}`;
+    // READ COMMITTED: locks only the rows it changes, whatever index the server walks.
+    const result = await dataSource.transaction('READ COMMITTED', (tx) => execute(tx, sql, params.values));
+    return { changed: result.affected ?? 0, lastId: highestId(ids) };
   }
 }

@@ -1,11 +1,18 @@
 import { DataSource } from 'typeorm';
 import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
-import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import {
+  ChangeBatch, ChangeBatchOutcome, ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, ListedMessage, ListWindow, MessageChange, MessageFilter, MessageRef,
+  ParkedKey, StateTable,
+} from '../../engine/state-table';
 import { StatusSummary } from '../../engine/status-summary';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey, toStatusSummary } from '../row-mapping';
 import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule, REQUEUABLE_SQL, statusSummarySql, UNFINISHED_SQL } from '../status-sql';
 import { execute, SqlTarget } from '../sql-executor';
+import { listMessagesSql, toListedMessage } from '../listed-message-sql';
+import { changeAssignments, changeCandidatesSql, changedStatuses, outcomeOfChanged } from '../message-change-sql';
+import { SqlParams, statusInSql } from '../message-filter-sql';
+import { POSTGRES_FILTER } from './postgres-filter';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
@@ -174,5 +181,30 @@ export class PostgresStateTable implements StateTable {
       filter.params,
     );
     return result.records.length > 0;
+  }
+
+  async listMessages(target: SqlTarget, filter: MessageFilter, window: ListWindow): Promise<ListedMessage[]> {
+    const params = new SqlParams(POSTGRES_FILTER.placeholder);
+    const sql = listMessagesSql(this.table, this.scope, filter, window, params, POSTGRES_FILTER, { id: (c) => `${c}::text`, time: (c) => c });
+    const result = await execute(target, sql, params.values);
+    return result.records.map((r) =>
+      toListedMessage(r, this.scope, r.id, { createdAt: r.created_at, processedAt: r.processed_at, nextAttemptAt: r.next_attempt_at }),
+    );
+  }
+
+  async changeMessages(dataSource: DataSource, change: MessageChange, filter: MessageFilter, batch: ChangeBatch): Promise<ChangeBatchOutcome> {
+    const statuses = changedStatuses(change, filter.statuses);
+    if (statuses.length === 0) return { changed: 0, lastId: null };
+    const params = new SqlParams(POSTGRES_FILTER.placeholder);
+    // Rows another transaction holds are passed over, never waited on: a claim under way makes them PROCESSING.
+    const candidates = `${changeCandidatesSql({ table: this.table }, this.scope, change, filter, statuses, batch, 'c.id', params, POSTGRES_FILTER)}
+      FOR UPDATE OF c SKIP LOCKED`;
+    const rows = `WHERE id IN (${candidates}) AND ${statusInSql('status', statuses)} RETURNING id::text AS id`;
+    const sql =
+      change === 'purge'
+        ? `DELETE FROM ${this.table} ${rows}`
+        : `UPDATE ${this.table} SET ${changeAssignments(change, this.scope, 'now()')} ${rows}`;
+    const result = await execute(dataSource, sql, params.values);
+    return outcomeOfChanged(result.records.map((r) => r.id));
   }
 }

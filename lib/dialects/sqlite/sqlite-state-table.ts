@@ -1,6 +1,9 @@
 import { DataSource } from 'typeorm';
 import { messageRefFilter, MessageScope, requeuedStatus } from '../message-ref-sql';
-import { ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, MessageRef, ParkedKey, StateTable } from '../../engine/state-table';
+import {
+  ChangeBatch, ChangeBatchOutcome, ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, ListedMessage, ListWindow, MessageChange, MessageFilter, MessageRef,
+  ParkedKey, StateTable,
+} from '../../engine/state-table';
 import { StatusSummary } from '../../engine/status-summary';
 import { MessageStatus } from '../../message/message-status';
 import { toExpiredClaim, toParkedKey, toStatusSummary } from '../row-mapping';
@@ -10,6 +13,10 @@ import { sqliteConnectionOf } from './sqlite-connection';
 import { SqliteRow } from './sqlite-statements';
 import { sqliteExecute } from './sqlite-executor';
 import { fromSqliteTime, SQLITE_NOW, sqliteNowMinusMs, sqliteNowPlusMs } from './sqlite-time';
+import { listMessagesSql, toListedMessage } from '../listed-message-sql';
+import { changeAssignments, changeCandidatesSql, changedStatuses, outcomeOfChanged } from '../message-change-sql';
+import { SqlParams, statusInSql } from '../message-filter-sql';
+import { SQLITE_FILTER } from './sqlite-filter';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
@@ -180,6 +187,34 @@ export class SqliteStateTable implements StateTable {
       filter.params,
     );
     return rows.length > 0;
+  }
+
+  async listMessages(target: SqlTarget, filter: MessageFilter, window: ListWindow): Promise<ListedMessage[]> {
+    const params = new SqlParams(SQLITE_FILTER.placeholder);
+    const sql = listMessagesSql(this.table, this.scope, filter, window, params, SQLITE_FILTER, { id: (c) => c, time: (c) => c });
+    const rows = await sqliteExecute(target, sql, params.values);
+    return rows.map((r) =>
+      toListedMessage(r, this.scope, String(r.id), {
+        createdAt: fromSqliteTime(r.created_at),
+        processedAt: fromSqliteTime(r.processed_at),
+        nextAttemptAt: fromSqliteTime(r.next_attempt_at),
+      }),
+    );
+  }
+
+  async changeMessages(dataSource: DataSource, change: MessageChange, filter: MessageFilter, batch: ChangeBatch): Promise<ChangeBatchOutcome> {
+    const statuses = changedStatuses(change, filter.statuses);
+    if (statuses.length === 0) return { changed: 0, lastId: null };
+    // One statement, so one write transaction: no claim runs between choosing the rows and changing them.
+    const params = new SqlParams(SQLITE_FILTER.placeholder);
+    const candidates = changeCandidatesSql({ table: this.table }, this.scope, change, filter, statuses, batch, 'c.id', params, SQLITE_FILTER);
+    const rows = `WHERE id IN (${candidates}) AND ${statusInSql('status', statuses)} RETURNING id`;
+    const sql =
+      change === 'purge'
+        ? `DELETE FROM ${this.table} ${rows}`
+        : `UPDATE ${this.table} SET ${changeAssignments(change, this.scope, SQLITE_NOW)} ${rows}`;
+    const changed = await sqliteExecute(dataSource, sql, params.values);
+    return outcomeOfChanged(changed.map((r) => String(r.id)));
   }
 
   /**
