@@ -6,6 +6,7 @@ import { benchClaimCost } from './claim-cost.bench';
 import { benchDispatch } from './dispatch.bench';
 import { benchHttpDelivery } from './http-delivery.bench';
 import { benchInbox } from './inbox.bench';
+import { benchLanes } from './lanes.bench';
 import { benchLatency } from './latency.bench';
 import { benchPeer } from './peer.bench';
 import { benchWebhookIntake } from './webhook-intake.bench';
@@ -37,6 +38,12 @@ const SECTIONS: Section[] = [
     title: 'Latency: commit → consumed, open-loop load',
     note: 'Milliseconds from the publishing COMMIT until a plain consumer receives the message; ratio against a hand-written INSERT + confirm-publish pipeline at the same rate.',
     run: benchLatency,
+  },
+  {
+    key: 'lanes',
+    title: 'Lanes: two transports dispatched side by side (PostgreSQL, RabbitMQ and HTTP, 1 KB payload)',
+    note: 'Drain: messages/s from the backlog commit until every row is DONE, in-process apps woken by NOTIFY; two RabbitMQ lanes with half the backlog each (each to its own exchange and queue) beside the default single-transport app with all of it, against the dispatch section\'s plain amqplib baseline, runs rotated (BENCH_LANES_RAW_TWO_QUEUES=1 adds plain amqplib publishing the two halves at once, each to its own queue). Isolation: commit → consumed latency of messages for the default RabbitMQ transport, open loop at 200 msg/s, in the default single-transport app and in an app with a second, HTTP lane: idle, or with every loop of it (4 × 500 sends) waiting on a local endpoint that accepts and never answers (answered between runs, so no attempt times out); ratio p50 / p99 against the latency section\'s hand-written pipeline at the same rate.',
+    run: benchLanes,
   },
   {
     key: 'inbox',

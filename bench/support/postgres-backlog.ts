@@ -3,6 +3,16 @@ import { POSTGRES_URL } from '../../test/support/environment';
 import { BENCH_BODY } from './broker';
 import type { DrainOutcome, OutboxBacklog } from './outbox-backlog';
 
+/** The transport of rows published without one, in the library's default configuration. */
+const DEFAULT_TRANSPORT = 'default';
+
+/** One transport's share of a backlog: `count` rows sent by `transport` to `exchange` (also their `destination`). */
+export interface BacklogPart {
+  transport: string;
+  exchange: string;
+  count: number;
+}
+
 /** Wake-up channel of the library's defaults: the seeding transaction signals it on commit. */
 const NOTIFY_CHANNEL = 'nestjs_outbox';
 
@@ -27,16 +37,28 @@ export class PostgresBacklog implements OutboxBacklog {
     await this.db.query(`TRUNCATE ${this.table}`);
   }
 
-  async seed(exchange: string, count: number): Promise<number> {
+  /** As `OutboxBacklog.seed`, the rows for `transport` (the library's default transport unless given). */
+  async seed(exchange: string, count: number, transport = DEFAULT_TRANSPORT): Promise<number> {
+    return this.seedParts([{ transport, exchange, count }]);
+  }
+
+  /**
+   * Seeds several transports' rows in one transaction, so that every lane finds its share at the
+   * same commit. Resolves to `performance.now()` taken just before COMMIT was sent.
+   */
+  async seedParts(parts: BacklogPart[]): Promise<number> {
     await this.db.query('BEGIN');
     // The columns the library's insert writes, with what publish() would put there.
-    await this.db.query(
-      `INSERT INTO ${this.table} (message_id, message_type, biz_key, ordering_key, exchange, routing_key, destination, payload, headers, status, max_attempts)
-       SELECT gen_random_uuid(), 'bench.dispatched', 'bench-' || g, NULL, $1, 'bench.dispatched', $1,
-              json_build_object('n', g, 'blob', $2::text), '{}', 'PENDING', 10
-       FROM generate_series(1, $3::int) AS g`,
-      [exchange, BENCH_BODY.blob, count],
-    );
+    for (const { transport, exchange, count } of parts) {
+      await this.db.query(
+        `INSERT INTO ${this.table} (message_id, message_type, biz_key, ordering_key, exchange, routing_key, destination, transport, payload, headers, status, max_attempts)
+         SELECT gen_random_uuid(), 'bench.dispatched', $5 || g, NULL, $1, 'bench.dispatched', $1, $4,
+                json_build_object('n', g, 'blob', $2::text), '{}', 'PENDING', 10
+         FROM generate_series(1, $3::int) AS g`,
+        // Business keys unique across the parts (biz_key and type are a unique pair).
+        [exchange, BENCH_BODY.blob, count, transport, transport === DEFAULT_TRANSPORT ? 'bench-' : `bench-${transport}-`],
+      );
+    }
     // Inside the transaction, so the planner knows the backlog from the first claim on.
     await this.db.query(`ANALYZE ${this.table}`);
     const { rows } = await this.db.query(`SELECT pg_notify($1, ''), clock_timestamp()::text AS at`, [NOTIFY_CHANNEL]);
@@ -55,6 +77,15 @@ export class PostgresBacklog implements OutboxBacklog {
     return rows[0].busy;
   }
 
+  /** Waits until no row is PENDING, FAILED or PROCESSING; fails after `timeoutMs`. */
+  async untilSettled(timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (await this.busy()) {
+      if (performance.now() > deadline) throw new Error(`outbox rows of ${this.table} still unsettled after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
   async outcome(): Promise<DrainOutcome> {
     const { rows } = await this.db.query(
       `SELECT count(*) FILTER (WHERE status = 'DONE')::int AS done, count(*)::int AS total,
@@ -63,6 +94,19 @@ export class PostgresBacklog implements OutboxBacklog {
       [this.seededAt],
     );
     return { done: rows[0].done, total: rows[0].total, firstClaimMs: Number(rows[0].first_claim_ms) };
+  }
+
+  /**
+   * Milliseconds from just before the last seed's COMMIT until each transport's last row was
+   * settled DONE (database clock), by transport: when each lane finished its share.
+   */
+  async finishedByTransport(): Promise<Record<string, number>> {
+    const { rows } = await this.db.query(
+      `SELECT transport, extract(epoch FROM max(processed_at) - $1::timestamptz) * 1000 AS finished_ms
+       FROM ${this.table} WHERE status = 'DONE' GROUP BY transport`,
+      [this.seededAt],
+    );
+    return Object.fromEntries(rows.map((row) => [row.transport, Number(row.finished_ms)]));
   }
 
   async close(): Promise<void> {

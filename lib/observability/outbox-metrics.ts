@@ -38,7 +38,8 @@ interface Instruments {
 
 /**
  * Records the library's events (`OUTBOX_EVENTS`) as OpenTelemetry metrics, through the global
- * meter provider of `@opentelemetry/api` (an optional peer: without it, nothing is recorded).
+ * meter provider of `@opentelemetry/api` (an optional peer: without it, or without an SDK's
+ * provider registered at start-up, nothing is subscribed or recorded).
  * Counters and histograms follow the events; the rows by status and the lag of each table, per
  * transport and per inbox consumer, are read from `OutboxAdmin.stats()` when the SDK collects,
  * which scans each table once per collection. Durations are in seconds, as the messaging
@@ -60,7 +61,10 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
   onModuleInit(): void {
     const api = openTelemetryIfInstalled();
     if (!api) return;
-    this.meter = api.metrics.getMeter(METER_NAME);
+    const meter = api.metrics.getMeter(METER_NAME);
+    // No SDK registered: the API's meter records nothing, so the events need not be built at all.
+    if (meter === api.createNoopMeter()) return;
+    this.meter = meter;
     const instruments = this.createInstruments(this.meter);
     this.listen(instruments);
     if (!this.options.tableMetrics) return;
