@@ -1,6 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
-import { AttemptedClaim, StateTable } from '../engine/state-table';
-import { MessageStatus } from '../message/message-status';
+import { AttemptedClaim, MessageState, StateTable } from '../engine/state-table';
 import { NewOutboxRow } from '../message/validate-message';
 import { SqlTarget } from './sql-executor';
 
@@ -19,18 +18,7 @@ export interface ClaimedMessage extends AttemptedClaim {
 }
 
 /** Where an outbox message stands, for operators and for code that explains a refusal. */
-export interface OutboxMessageState {
-  messageId: string;
-  type: string;
-  bizKey: string | null;
-  orderingKey: string | null;
-  status: MessageStatus;
-  attempts: number;
-  lastError: string | null;
-  createdAt: Date;
-  /** When it was sent (DONE) or abandoned. */
-  processedAt: Date | null;
-}
+export type OutboxMessageState = MessageState;
 
 /** Finds a message by its id, or by its business key and type. */
 export type OutboxMessageQuery = { messageId: string } | { bizKey: string; type: string };

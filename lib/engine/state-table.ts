@@ -87,10 +87,8 @@ export interface ListWindow {
   newestFirst: boolean;
 }
 
-/** A row as an operator sees it. */
-export interface ListedMessage {
-  /** The row's id: pass the last one seen as the next page's `after`. */
-  id: string;
+/** Where a message stands: what operators and refusals explain. */
+export interface MessageState {
   messageId: string;
   type: string;
   bizKey: string | null;
@@ -101,6 +99,12 @@ export interface ListedMessage {
   createdAt: Date;
   /** When it was sent or processed (DONE) or given up (ABANDONED). */
   processedAt: Date | null;
+}
+
+/** A row as an operator sees it. */
+export interface ListedMessage extends MessageState {
+  /** The row's id: pass the last one seen as the next page's `after`. */
+  id: string;
   nextAttemptAt: Date;
   /** Outbox only. */
   transport?: string;

@@ -7,7 +7,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { Client } from 'pg';
+import { freshSchema } from './fresh-schema';
 import { OutboxModule } from '../../lib';
 import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
 import { HealthModule } from '../src/health/health.module';
@@ -40,14 +40,7 @@ describe('sample app: /metrics and /health', () => {
   let url: string;
 
   beforeAll(async () => {
-    const client = new Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    try {
-      await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-      await client.query(`CREATE SCHEMA ${SCHEMA}`);
-    } finally {
-      await client.end();
-    }
+    await freshSchema(DATABASE_URL, SCHEMA);
     const module = await Test.createTestingModule({ imports: [SampleHttpTestModule] }).compile();
     app = module.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');

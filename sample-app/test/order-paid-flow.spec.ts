@@ -5,7 +5,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
-import { Client } from 'pg';
+import { freshSchema } from './fresh-schema';
 import { OutboxModule } from '../../lib';
 import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
 import { INVENTORY_CONSUMER, INVENTORY_RESERVED, StockOutcomeEvent } from '../src/inventory/inventory.constants';
@@ -48,14 +48,7 @@ describe('sample app: paying an order reserves stock', () => {
   let logistics: CapturingOutboxTransport;
 
   beforeAll(async () => {
-    const client = new Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    try {
-      await client.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-      await client.query(`CREATE SCHEMA ${SCHEMA}`);
-    } finally {
-      await client.end();
-    }
+    await freshSchema(DATABASE_URL, SCHEMA);
     const module = await Test.createTestingModule({ imports: [SampleTestModule] }).compile();
     app = await module.init();
     kit = OutboxTestKit.from(app, { deliverToInboxHandlers: true });
