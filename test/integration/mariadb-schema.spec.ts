@@ -1,8 +1,9 @@
 import { DataSource } from 'typeorm';
 import { claimCandidates } from '../../lib/dialects/mysql/mysql-claim';
 import { mysqlTable } from '../../lib/dialects/mysql/mysql-sql';
+import { outboxLaneClaimTarget } from '../../lib/dialects/mysql/mysql-outbox.dialect';
 import { resolveDialect } from '../../lib/dialects/resolve-dialect';
-import { createInboxTableMigration, createOutboxTableMigration } from '../../lib/migrations/table-migrations';
+import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration } from '../../lib/migrations/table-migrations';
 import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
 import { describeOnMysql, dropDatabase, openMariadb, openSession, OUTBOX_TABLE, INBOX_TABLE, recreateDatabase, SERVER } from './mariadb-test-database';
 
@@ -16,7 +17,7 @@ describeOnMysql(`${SERVER.name} schema`, () => {
 
   beforeAll(async () => {
     await Promise.all([recreateDatabase(MIGRATED), recreateDatabase(SYNCHRONIZED)]);
-    migrated = await openMariadb(MIGRATED, { synchronize: false, migrations: [createOutboxTableMigration(), createInboxTableMigration()] });
+    migrated = await openMariadb(MIGRATED, { synchronize: false, migrations: [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()] });
     await migrated.runMigrations();
     synchronized = await openMariadb(SYNCHRONIZED);
     await createTablesAtStartup(synchronized, await resolveDialect(synchronized), { outbox: OUTBOX_TABLE, inbox: INBOX_TABLE });
@@ -47,7 +48,7 @@ describeOnMysql(`${SERVER.name} schema`, () => {
     const keys = async (table: string) =>
       [...new Set(((await migrated.query(`SHOW INDEX FROM \`${table}\``)) as { Key_name: string }[]).map((r) => r.Key_name))].sort();
     expect(await keys(OUTBOX_TABLE)).toEqual(
-      ['PRIMARY', 'IDX_outbox_message_claimable', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'].sort(),
+      ['PRIMARY', 'IDX_outbox_message_lane', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'].sort(),
     );
     expect(await keys(INBOX_TABLE)).toEqual(
       ['PRIMARY', 'IDX_inbox_message_claimable', 'IDX_inbox_message_ordering', 'IDX_inbox_message_processing', 'UQ_inbox_message_consumer_biz_key', 'UQ_inbox_message_consumer_message_id'].sort(),
@@ -88,11 +89,12 @@ describeOnMysql(`${SERVER.name} schema`, () => {
       await session.query(rows(30_000, 'DONE'));
       await session.query(rows(300, 'PENDING'));
       await session.query(`ANALYZE TABLE \`${OUTBOX_TABLE}\``);
-      const candidates = claimCandidates({ table: mysqlTable(`\`${OUTBOX_TABLE}\``), scope: null, columns: 'id' }, 50, '');
+      // As the default transport's lane claims.
+      const candidates = claimCandidates({ ...outboxLaneClaimTarget(mysqlTable(`\`${OUTBOX_TABLE}\``), 'default'), columns: 'id' }, 50, '');
 
       const [plan] = await session.query(`EXPLAIN ${candidates.sql}`, candidates.params);
       const claimScans = (plan as { table: string; key: string; Extra: string }[]).filter((step) => step.table === 'c');
-      expect(claimScans.map((step) => step.key)).toEqual(['IDX_outbox_message_claimable', 'IDX_outbox_message_claimable']);
+      expect(claimScans.map((step) => step.key)).toEqual(['IDX_outbox_message_lane', 'IDX_outbox_message_lane']);
       for (const step of claimScans) expect(step.Extra).not.toMatch(/filesort/);
 
       await session.query('FLUSH STATUS');

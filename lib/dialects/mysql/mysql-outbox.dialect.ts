@@ -10,7 +10,7 @@ import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState }
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
-import { forceIndex, isoTime, microseconds, NOW, toDate, utcDatetime } from './mysql-sql';
+import { forceIndex, isoTime, microseconds, MysqlTable, NOW, toDate, utcDatetime } from './mysql-sql';
 import { MysqlStateTable } from './mysql-state-table';
 
 const { PENDING, ABANDONED } = MessageStatus;
@@ -23,7 +23,6 @@ const { PENDING, ABANDONED } = MessageStatus;
 export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect {
   /** Stats per transport: each transport's lane is watched on its own. */
   protected override readonly summaryScope = 'transport';
-  private readonly claimTarget: ClaimTarget;
 
   /** @param quotedTable the quoted table name */
   constructor(
@@ -31,13 +30,6 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
     private readonly claimStrategy: MysqlClaimStrategy,
   ) {
     super(quotedTable, 'outbox', null);
-    this.claimTarget = {
-      // The lane index (transport, status, id, next_attempt_at): each lane walks its own rows.
-      table: { ...this.indexed, useClaimIndex: forceIndex(outboxIndexNames(this.indexed.name).lane) },
-      scope: null,
-      columns: `CAST(id AS CHAR) AS id, claim_token, message_id, message_type, transport, exchange, routing_key, destination, payload, headers,
-                attempts, max_attempts, ordering_key, ${isoTime('created_at', 'created_at')}`,
-    };
   }
 
   async insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean> {
@@ -76,7 +68,7 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
   }
 
   async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport = DEFAULT_TRANSPORT_NAME): Promise<ClaimedMessage[]> {
-    const target = { ...this.claimTarget, filter: { sql: 'c.transport = ?', params: [transport] } };
+    const target = outboxLaneClaimTarget(this.indexed, transport);
     const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
     return rows
       .map((r) => toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)! }))
@@ -109,4 +101,15 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
   async claimableByTransport(target: SqlTarget): Promise<Record<string, number>> {
     return toCountsByTransport((await execute(target, claimableByTransportSql(this.table))).records);
   }
+}
+
+/** The rows one transport's claim may take: its own, through the lane index `(transport, status, id, next_attempt_at)`. */
+export function outboxLaneClaimTarget(table: MysqlTable, transport: string): ClaimTarget {
+  return {
+    table: { ...table, useClaimIndex: forceIndex(outboxIndexNames(table.name).lane) },
+    scope: null,
+    filter: { sql: 'c.transport = ?', params: [transport] },
+    columns: `CAST(id AS CHAR) AS id, claim_token, message_id, message_type, transport, exchange, routing_key, destination, payload, headers,
+              attempts, max_attempts, ordering_key, ${isoTime('created_at', 'created_at')}`,
+  };
 }
