@@ -57,6 +57,12 @@ export type {
   RetryScheduledEvent,
   SentEvent,
 } from './observability/outbox-events';
+export { outboxMessageEntity } from './entities/outbox-message.entity';
+export { inboxMessageEntity } from './entities/inbox-message.entity';
+export { OUTBOX_ENTITIES, outboxEntities } from './entities/outbox-entities';
+export type { OutboxEntityTables } from './entities/outbox-entities';
+export { fitReadModels } from './entities/fit-read-models';
+export type { InboxMessageRecord, MessageRecord, OutboxMessageRecord } from './entities/message-records';
 export * from './errors';
 export type {
   BatchOptions, InboxMessageFilter, ListedInboxMessage, ListedOutboxMessage, MessageFilterFields, MessagePage, MessagePageOptions, OutboxMessageFilter,

@@ -1,10 +1,12 @@
-import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { DynamicModule, Logger, Module, Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { getDataSourceToken } from '@nestjs/typeorm';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from './dialects/database-dialect';
+import { fitReadModels } from './entities/fit-read-models';
+import { outboxEntities } from './entities/outbox-entities';
 import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
 import { InboxConsumers } from './inbox/inbox-consumers';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
@@ -91,6 +93,9 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
   const { outbox: tableName, inbox: inboxTableName } = tables;
   const lanes = laneSpecs(statics, () => RabbitMqOutboxTransport);
   const defaultLane = defaultTransportName(statics.defaultTransport, lanes);
+  // The tables' read models: loaded by a DataSource with autoLoadEntities, and injectable with
+  // @InjectRepository(outboxMessageEntity(tableName)) wherever the module is visible.
+  const readModels = TypeOrmModule.forFeature(outboxEntities({ tableName, inboxTableName }), statics.dataSourceName);
   const providers: Provider[] = [
     {
       provide: OUTBOX_OPTIONS,
@@ -108,6 +113,8 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
         assertTableNamesFit(dialect.identifierLimit, tables);
         await verifyTablesAtStartup(dataSource, dialect, tables);
         await createTablesAtStartup(dataSource, dialect, tables);
+        const readModelWarning = fitReadModels(dataSource, { tableName, inboxTableName });
+        if (readModelWarning) new Logger('OutboxModule').warn(readModelWarning);
         return dialect;
       },
     },
@@ -152,7 +159,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
   return {
     ...definition,
     global: statics.isGlobal ?? true,
-    imports: [...(definition.imports ?? []), DiscoveryModule],
+    imports: [...(definition.imports ?? []), DiscoveryModule, readModels],
     providers: [...(definition.providers ?? []), ...providers],
     exports: [
       ...(definition.exports ?? []),
@@ -166,6 +173,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       OutboxAdmin,
       OUTBOX_TRANSPORT,
       OUTBOX_TRANSPORTS,
+      readModels,
     ],
   };
 }

@@ -7,9 +7,9 @@ import { tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-sche
 
 /**
  * What `synchronize: true` means for the library's tables: create them, with their indexes, when
- * missing. They are not TypeORM entities because their best shape differs by database (partial
- * indexes, INTEGER rowid keys on SQLite, time types), which an entity cannot express; the
- * statements are the migrations' own, in the same order (version 1, then each upgrade), so both
+ * missing. TypeORM's `synchronize` does not make them (their entities are read models it skips)
+ * because their best shape differs by database (partial indexes, INTEGER rowid keys on SQLite,
+ * time types), which an entity cannot express; the statements are the migrations' own, in the same order (version 1, then each upgrade), so both
  * paths make the same tables. Existing tables are only ever upgraded, additively.
  */
 export async function createTablesAtStartup(dataSource: DataSource, dialect: DatabaseDialect, tables: { outbox: string; inbox: string }): Promise<void> {
