@@ -20,8 +20,13 @@ export async function tableColumns(runner: QueryRunner, dialect: DatabaseDialect
  * business table named as `tableName` by mistake) is never altered.
  */
 export function isOutboxV1(columns: Set<string>): boolean {
+  // An inbox table has every column of version 1 too, and its consumer besides.
+  if (INBOX_ONLY_COLUMNS.some((column) => columns.has(column))) return false;
   return TABLE_COLUMNS.outbox.every((column) => columns.has(column) !== OUTBOX_V2_COLUMNS.includes(column));
 }
+
+/** The inbox's columns that no outbox table has. */
+const INBOX_ONLY_COLUMNS = TABLE_COLUMNS.inbox.filter((column) => !TABLE_COLUMNS.outbox.includes(column));
 
 /**
  * Brings an outbox table of version 1 to version 2; a table that has the columns is left alone.

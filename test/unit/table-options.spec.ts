@@ -6,7 +6,7 @@ import { describeMysqlServer } from '../../lib/dialects/mysql/mysql-server';
 import { PostgresDialect } from '../../lib/dialects/postgres/postgres.dialect';
 import { SqliteDialect } from '../../lib/dialects/sqlite/sqlite.dialect';
 import { staticOptionProblems } from '../../lib/options/validate-static-options';
-import { OUTBOX_V2_COLUMNS } from '../../lib/schema/outbox-schema-version';
+import { isOutboxV1, OUTBOX_V2_COLUMNS } from '../../lib/schema/outbox-schema-version';
 import { TABLE_COLUMNS } from '../../lib/schema/table-columns';
 import { assertTableNamesFit, longestTableName, tableNameLengthProblem } from '../../lib/schema/table-name-limits';
 import { tableShapeProblem } from '../../lib/schema/table-shape';
@@ -151,6 +151,16 @@ describe('Table shape', () => {
       `the table "orders" (tableName) exists but is not an outbox table: it has no column ${TABLE_COLUMNS.outbox.filter((c) => c !== 'id' && c !== 'status').join(', ')}.` +
         " If it is a table of your own, set tableName to another name; if it is an outbox table of an older version, run the library's migrations",
     );
+  });
+
+  it('takes only an outbox table of version 1 for one to upgrade: never an inbox table, a business table or version 2', () => {
+    const version1 = TABLE_COLUMNS.outbox.filter((c) => !OUTBOX_V2_COLUMNS.includes(c));
+    expect(isOutboxV1(new Set(version1))).toBe(true);
+    expect(isOutboxV1(new Set(TABLE_COLUMNS.outbox))).toBe(false);
+    // The inbox has every version-1 outbox column too: tableName: 'inbox_message' must not alter it.
+    expect(isOutboxV1(new Set(TABLE_COLUMNS.inbox))).toBe(false);
+    expect(isOutboxV1(new Set(['id', 'status', 'customer']))).toBe(false);
+    expect(isOutboxV1(new Set())).toBe(false);
   });
 
   it('says how to upgrade an outbox table of schema version 1', () => {
