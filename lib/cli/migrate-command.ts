@@ -1,0 +1,106 @@
+import { TableKind } from '../dialects/index-names';
+import { qualifiedTable } from '../dialects/resolve-dialect';
+import { tableDdl } from '../migrations/table-migrations';
+import { upgradeOutboxTable, withQueryRunner } from '../schema/outbox-schema-version';
+import { assertTableNamesFit } from '../schema/table-name-limits';
+import { COMMON_OPTIONS_HELP } from './cli-arguments';
+import { CliCommand, ExitCode } from './cli-command';
+import { CliConnection, withConnection } from './cli-connection';
+import { printJson } from './cli-format';
+import { listedCreatingMigration } from './listed-library-migrations';
+import { LATEST_OUTBOX_VERSION, readTableSchemas, schemaProblem, TableSchema } from './table-schema-state';
+
+/** What `migrate` did to one table. */
+export type MigrateAction = 'created' | 'upgraded' | 'none';
+
+/** `nestjs-outbox migrate`: start-up creation's statements, run from the command line. */
+export const migrateCommand: CliCommand = {
+  name: 'migrate',
+  summary: `create missing tables, upgrade the outbox table to schema version ${LATEST_OUTBOX_VERSION}`,
+  options: {},
+  help: `Usage: nestjs-outbox migrate -d <data-source file> [--table name] [--inbox-table name] [--json]
+
+Creates the outbox and inbox tables, with their indexes, where they are missing, and upgrades an
+outbox table of schema version 1 to version ${LATEST_OUTBOX_VERSION}: the statements OutboxModule runs at start-up under
+synchronize: true, and the library's migrations run, whatever the DataSource's synchronize says.
+Run it again and it does nothing. It never alters a table that is not one of the library's, and
+leaves a missing table to the DataSource's migrations when they include the library's migration
+creating it (their CREATE TABLE would fail on a table made here).
+
+On PostgreSQL the upgrade blocks writes to the outbox table while its new index is built (it reads
+the claimable rows once); on MySQL and MariaDB it adds the columns in place.
+
+Exit code 0 when the tables are ready, 1 when it could not make them so, 2 for a wrong command line.
+
+${COMMON_OPTIONS_HELP}
+
+Examples:
+  nestjs-outbox migrate -d dist/data-source.js
+  nestjs-outbox migrate -d dist/data-source.js --table billing_outbox --inbox-table billing_inbox
+`,
+  run: (values, output) =>
+    withConnection(values, async (connection) => {
+      assertTableNamesFit(connection.dialect.identifierLimit, connection.tables);
+      const schemas = await readTableSchemas(connection);
+      refuseWhatMigrateMustNotTouch(connection, [schemas.outbox, schemas.inbox]);
+      const actions = await migrate(connection, schemas.outbox, schemas.inbox);
+      const result = {
+        database: connection.dialect.description,
+        outbox: { table: connection.tables.outbox, action: actions.outbox, schemaVersion: LATEST_OUTBOX_VERSION },
+        inbox: { table: connection.tables.inbox, action: actions.inbox },
+      };
+      if (values.json) printJson(output, result);
+      else output.out(`Database: ${result.database}\n${describeActions(result)}`);
+      return ExitCode.OK;
+    }),
+};
+
+/** Nothing is changed unless every change can be made. */
+function refuseWhatMigrateMustNotTouch(connection: CliConnection, schemas: TableSchema[]): void {
+  const problems: string[] = [];
+  for (const schema of schemas) {
+    if (schema.state === 'unrecognised') problems.push(schemaProblem(schema)!);
+    const migration = schema.state === 'missing' ? listedCreatingMigration(connection.dataSource, schema.kind, schema.table) : undefined;
+    if (migration) {
+      problems.push(
+        `the DataSource's migrations include ${migration}, which creates the ${schema.kind} table ${schema.table}: run them (typeorm migration:run -d ${connection.file});` +
+          ' a table created here would make its CREATE TABLE fail',
+      );
+    }
+  }
+  if (problems.length > 0) throw new Error(`migrate changed nothing: ${problems.join('; ')}`);
+}
+
+/**
+ * Start-up creation's statements, in its order: each missing table at version 1, then the
+ * outbox's upgrade. `IF NOT EXISTS` keeps them no-ops on what another process creates meanwhile.
+ */
+async function migrate(connection: CliConnection, outbox: TableSchema, inbox: TableSchema): Promise<Record<TableKind, MigrateAction>> {
+  const { dataSource, dialect } = connection;
+  return withQueryRunner(dataSource, async (runner) => {
+    for (const schema of [outbox, inbox]) {
+      if (schema.state !== 'missing') continue;
+      for (const statement of tableDdl(dialect, schema.kind, { table: schema.table, quoted: qualifiedTable(dataSource, schema.table), ifNotExists: true })) {
+        await runner.query(statement);
+      }
+    }
+    const upgraded = await upgradeOutboxTable(runner, dialect, outbox.table);
+    return {
+      outbox: outbox.state === 'missing' ? 'created' : upgraded ? 'upgraded' : 'none',
+      inbox: inbox.state === 'missing' ? 'created' : 'none',
+    };
+  });
+}
+
+function describeActions(result: { outbox: { table: string; action: MigrateAction }; inbox: { table: string; action: MigrateAction } }): string {
+  const { outbox, inbox } = result;
+  if (outbox.action === 'none' && inbox.action === 'none') {
+    return `Nothing to do: the outbox table ${outbox.table} is at schema version ${LATEST_OUTBOX_VERSION} and the inbox table ${inbox.table} exists.\n`;
+  }
+  const lines: string[] = [];
+  if (outbox.action === 'created') lines.push(`Created the outbox table ${outbox.table} (schema version ${LATEST_OUTBOX_VERSION}).`);
+  if (outbox.action === 'upgraded') lines.push(`Upgraded the outbox table ${outbox.table} from schema version 1 to ${LATEST_OUTBOX_VERSION} (transport and destination columns, lane index).`);
+  if (outbox.action === 'none') lines.push(`The outbox table ${outbox.table} is at schema version ${LATEST_OUTBOX_VERSION} already.`);
+  lines.push(inbox.action === 'created' ? `Created the inbox table ${inbox.table}.` : `The inbox table ${inbox.table} exists already.`);
+  return `${lines.join('\n')}\n`;
+}
