@@ -49,14 +49,14 @@ describe('Metrics through the OpenTelemetry API', () => {
 
   it('counts 100 published, 3 failed once, 1 MANUAL_REQUIRED exactly, with their durations and the tables', async () => {
     const outbox = app.get(OutboxService);
-    const ids = await app.get(DataSource).transaction(async (manager) => {
-      const published: string[] = [];
-      for (let i = 0; i < 100; i++) published.push((await outbox.publish({ type: 'order.paid', exchange: 'orders', routingKey: 'order.paid', payload: { i } }, { manager })).messageId);
-      return published;
-    });
     const kit = OutboxTestKit.from(app);
-    // The first send is poison; the next three fail once and succeed on their retry.
-    kit.transport.failNext(4, (message) => (message.messageId === ids[0] ? new NonRetryableError('poison') : new Error('flaky')));
+    const ids: string[] = [];
+    await app.get(DataSource).transaction(async (manager) => {
+      for (let i = 0; i < 100; i++) ids.push((await outbox.publish({ type: 'order.paid', exchange: 'orders', routingKey: 'order.paid', payload: { i } }, { manager })).messageId);
+      // Before the commit: a dispatcher woken by it must already find the failures set.
+      // The first send is poison; the next three fail once and succeed on their retry.
+      kit.transport.failNext(4, (message) => (message.messageId === ids[0] ? new NonRetryableError('poison') : new Error('flaky')));
+    });
     await kit.flush();
 
     expect(sum(await points('outbox.messages.published'))).toBe(100);
