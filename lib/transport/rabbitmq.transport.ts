@@ -50,6 +50,10 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   private readonly isolation = new IsolationLane((error) => this.logBrokerClose(error, true));
   private readonly suspects = new Set<string>();
 
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(
     private readonly moduleRef: ModuleRef,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
@@ -105,6 +109,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     }
   }
 
+  /** Nest lifecycle hook: closes the transport's confirm channels. */
   async onApplicationShutdown(): Promise<void> {
     this.link?.close();
     const main = this.main;
@@ -113,8 +118,8 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   }
 
   private async deliver(link: BrokerLink, message: OutgoingMessage): Promise<void> {
-    this.assertEncodable(message);
     const publication = this.toPublication(message);
+    this.assertEncodable(message, publication.options.headers);
     for (let round = 0; round <= MAX_RESENDS; round++) {
       const connection = link.connection;
       if (!connection) throw new TransportUnavailableError('The broker is disconnected or blocks publishers');
@@ -160,7 +165,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
    * Also a name with a line break: RabbitMQ strips CR and LF from the names it declares, so a
    * passive check finds an exchange the publication then misses, again and again.
    */
-  private assertEncodable(message: OutgoingMessage): void {
+  private assertEncodable(message: OutgoingMessage, headers: object): void {
     try {
       for (const [field, value] of [['exchange', message.exchange], ['routingKey', message.routingKey], ['type', message.type]]) {
         const bytes = Buffer.byteLength(value);
@@ -168,7 +173,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
       }
       if (message.exchange === '') refuseLineBreaks('routingKey', message.routingKey, 'queue');
       else refuseLineBreaks('exchange', message.exchange, 'exchange');
-      encodedHeaderTableSize(sentHeaders(message));
+      encodedHeaderTableSize(headers);
     } catch (error) {
       throw this.unencodable(message, error);
     }
