@@ -28,11 +28,21 @@ const setter = { set: (carrier: Carrier, key: string, value: string) => (carrier
  */
 export function activeTraceHeaders(): Record<string, string> {
   const api = openTelemetryIfInstalled();
-  if (!api) return {};
+  if (!api) return NO_TRACE;
+  const active = api.context.active();
+  // Nothing to propagate without a valid span in the context: spare every publish the carrier.
+  if (!api.trace.getSpanContext(active)) return NO_TRACE;
   const carrier: Carrier = {};
-  api.propagation.inject(api.context.active(), carrier, setter);
-  return Object.fromEntries(Object.entries(carrier).filter(([key, value]) => TRACE_FIELDS.includes(key) && typeof value === 'string')) as Record<string, string>;
+  api.propagation.inject(active, carrier, setter);
+  const trace: Record<string, string> = {};
+  for (const field of TRACE_FIELDS) {
+    const value = carrier[field];
+    if (typeof value === 'string') trace[field] = value;
+  }
+  return trace;
 }
+
+const NO_TRACE: Record<string, string> = Object.freeze({});
 
 /** What a traced operation needs: its span (recording), and the context that holds it. */
 export interface TracedOperation {
