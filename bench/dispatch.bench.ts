@@ -18,6 +18,12 @@ const WINDOW = 1_000;
  * backlog do not fit the bench's time budget.
  */
 const TUNED = process.env.BENCH_DISPATCH_TUNED?.split('/').map(Number) as [number, number] | undefined;
+/**
+ * Drains by the PostgreSQL row with an OpenTelemetry SDK registered in the dispatcher
+ * (`BENCH_DISPATCH_OPENTELEMETRY_RUNS`, 0 leaves the row out): at most two, not `RUNS`, to keep
+ * the whole bench within its time budget.
+ */
+const OPEN_TELEMETRY_RUNS = Number(process.env.BENCH_DISPATCH_OPENTELEMETRY_RUNS ?? Math.min(RUNS, 2));
 const DRAIN_TIMEOUT_MS = 120_000;
 
 export interface DispatchRow {
@@ -36,6 +42,10 @@ interface Variant {
   name: string;
   instances: number;
   outbox: OutboxModuleOptionsInput;
+  /** Registers an OpenTelemetry SDK (metrics and traces, discarding exporters) in each dispatcher before its app starts. */
+  openTelemetry?: boolean;
+  /** Drains of this variant; `RUNS` unless given. */
+  runs?: number;
 }
 
 /** What is measured on one database. */
@@ -47,18 +57,23 @@ interface DispatchPlan {
 const DEFAULTS: Variant = { name: '1 instance, defaults (batchSize 500, dispatchConcurrency 4)', instances: 1, outbox: {} };
 
 /**
- * PostgreSQL: defaults and two instances on a 100,000 backlog (`BENCH_DISPATCH_MESSAGES`), and
- * the tuned row when asked for. MariaDB: defaults on a smaller backlog
- * (`BENCH_DISPATCH_MARIADB_MESSAGES`), to keep the whole bench within its time budget.
+ * PostgreSQL: defaults, defaults with an OpenTelemetry SDK recording metrics and traces, and two
+ * instances on a 100,000 backlog (`BENCH_DISPATCH_MESSAGES`), and the tuned row when asked for.
+ * MariaDB: defaults on a smaller backlog (`BENCH_DISPATCH_MARIADB_MESSAGES`), to keep the whole
+ * bench within its time budget.
  */
 function plans(): Partial<Record<DatabaseKind, DispatchPlan>> {
   const tuned: Variant[] = TUNED
     ? [{ name: `1 instance, batchSize ${TUNED[0]}, dispatchConcurrency ${TUNED[1]}`, instances: 1, outbox: { batchSize: TUNED[0], dispatchConcurrency: TUNED[1] } }]
     : [];
+  const openTelemetry: Variant[] =
+    OPEN_TELEMETRY_RUNS > 0
+      ? [{ name: '1 instance, defaults, OpenTelemetry SDK (metrics + traces)', instances: 1, outbox: {}, openTelemetry: true, runs: OPEN_TELEMETRY_RUNS }]
+      : [];
   return {
     postgres: {
       messages: Number(process.env.BENCH_DISPATCH_MESSAGES ?? 100_000),
-      variants: [DEFAULTS, ...tuned, { name: '2 instances, defaults', instances: 2, outbox: {} }],
+      variants: [DEFAULTS, ...openTelemetry, ...tuned, { name: '2 instances, defaults', instances: 2, outbox: {} }],
     },
     mariadb: {
       messages: Number(process.env.BENCH_DISPATCH_MARIADB_MESSAGES ?? 15_000),
@@ -118,11 +133,12 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
     for (const [index, variant] of plan.variants.entries()) {
       await baselineRun();
       children = await startDispatchers(database, variant, index === 0);
-      for (let run = 0; run < RUNS; run++) {
+      for (let run = 0; run < (variant.runs ?? RUNS); run++) {
         if (run > 0 && run < baselinesPerVariant) await baselineRun();
         (results[variant.name] ??= []).push(await drainOnce(backlog, queue, children, plan.messages));
       }
       await Promise.all(children.map((child) => child.stop()));
+      if (variant.openTelemetry) reportOpenTelemetry(variant, children);
       children = [];
     }
   } finally {
@@ -152,7 +168,7 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
  * alone: it creates the table (synchronize), which the others then find; later ones start together.
  */
 async function startDispatchers(database: TestDatabase, variant: Variant, firstOnDatabase: boolean): Promise<ChildApp[]> {
-  const start = (i: number) => ChildApp.start(`bench-dispatch-${i + 1}`, { database, outbox: variant.outbox });
+  const start = (i: number) => ChildApp.start(`bench-dispatch-${i + 1}`, { database, outbox: variant.outbox, openTelemetry: variant.openTelemetry });
   const first = firstOnDatabase ? [await start(0)] : [];
   const rest = await Promise.all(Array.from({ length: variant.instances - first.length }, (_, i) => start(first.length + i)));
   return [...first, ...rest];
@@ -192,4 +208,17 @@ async function drainOnce(backlog: OutboxBacklog, queue: BenchQueue, children: Ch
 function formatMs(values: number[]): string {
   const s = summarise(values);
   return `${Math.round(s.median)} ms (${Math.round(s.min)}–${Math.round(s.max)})`;
+}
+
+/**
+ * Fails the bench when a variant's SDK recorded no span (it would have measured an untraced
+ * dispatcher), else prints what the SDK exported. Each dispatcher prints it after closing.
+ */
+function reportOpenTelemetry(variant: Variant, children: ChildApp[]): void {
+  for (const child of children) {
+    const line = /^OPENTELEMETRY (.*)$/m.exec(child.stdout)?.[1];
+    const exported = line ? (JSON.parse(line) as { spans: number; metricExports: number }) : undefined;
+    if (!exported || exported.spans === 0) throw new Error(`${variant.name}: ${child.name} exported no span${child.diagnostics()}`);
+    console.log(`${variant.name}: ${child.name} exported ${exported.spans.toLocaleString('en-US')} spans and ${exported.metricExports} metric collections`);
+  }
 }

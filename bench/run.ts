@@ -24,13 +24,13 @@ const SECTIONS: Section[] = [
   {
     key: 'write-path',
     title: 'Write path: business insert + outbox message per transaction (PostgreSQL and MariaDB, 1 KB payload)',
-    note: 'Transactions/s, median of runs with min–max; ratio against the hand-written outbox INSERT (the dialect\'s own statement on MariaDB) on the same database in the same run. MariaDB has no NOTIFY.',
+    note: 'Transactions/s, median of runs with min–max; ratio against the hand-written outbox INSERT (the dialect\'s own statement on MariaDB) on the same database in the same run. MariaDB has no NOTIFY. With an OpenTelemetry SDK: the default publisher again, in an app of its own, the SDK (metrics and traces) registered before start-up, both it and its baseline inside an active span; nodeCpuPerTx: the bench process\'s CPU per transaction.',
     run: benchWritePath,
   },
   {
     key: 'dispatch',
     title: 'Dispatch: a PENDING backlog drained to RabbitMQ, all confirmed',
-    note: 'Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database\'s drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog at their next poll (pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on.',
+    note: 'Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database\'s drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog at their next poll (pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on. The OpenTelemetry row: the PostgreSQL defaults row again with an SDK (metrics and traces) registered in the dispatcher\'s process, every send a recorded span.',
     run: benchDispatch,
   },
   {

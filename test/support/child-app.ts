@@ -36,6 +36,11 @@ export interface DispatcherChildConfig {
   clockSkewMs?: number;
   /** The name the database knows the child's sessions by; `ChildApp.start` sets it to the child's name. */
   sessionName?: string;
+  /**
+   * Registers an OpenTelemetry SDK (metrics and traces, discarding exporters:
+   * test/support/opentelemetry-sdk.ts) before the app is created, as an application would.
+   */
+  openTelemetry?: boolean;
 }
 
 export interface ChildExit {
