@@ -68,7 +68,13 @@ module.exports = async () => {
     projects: [
       { ...shared, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
       // The sample app's own tests, as a user writes them with nestjs-outbox/testing (PostgreSQL, no broker).
-      { ...shared, displayName: 'sample', testMatch: ['<rootDir>/sample-app/test/**/*.spec.ts'], globalSetup: '<rootDir>/test/support/global-setup/postgres.ts' },
+      {
+        ...shared,
+        displayName: 'sample',
+        testMatch: ['<rootDir>/sample-app/test/**/*.spec.ts'],
+        setupFiles: ['<rootDir>/sample-app/test/environment.ts'],
+        globalSetup: '<rootDir>/test/support/global-setup/postgres.ts',
+      },
       integration('postgres', 'postgres'),
       integration('mariadb', 'mariadb'),
       integration('sqlite', 'sqlite'),

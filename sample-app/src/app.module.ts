@@ -6,6 +6,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { OutboxModule, RabbitMqOutboxTransport } from '../../lib';
+import { sampleDatabaseOptions } from './database';
 import { INVENTORY_EXCHANGES, INVENTORY_QUEUES } from './inventory/inventory.constants';
 import { InventoryModule } from './inventory/inventory.module';
 import { LOGISTICS_TRANSPORT } from './logistics/logistics.constants';
@@ -17,7 +18,6 @@ import { OrdersModule } from './orders/orders.module';
 import { ORDERS_EXCHANGE } from './orders/orders.constants';
 import { PaymentsModule } from './payments/payments.module';
 
-const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 @Module({
@@ -34,15 +34,7 @@ const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
         }),
       ],
     }),
-    TypeOrmModule.forRoot({
-      type: 'postgres',
-      url: DATABASE_URL,
-      autoLoadEntities: true,
-      // Fine for a sample: creates sample_order, stock_item, stock_reservation and the outbox
-      // and inbox tables from their entities. A real service runs migrations instead (the
-      // library ships OUTBOX_MIGRATIONS, which creates both of its tables).
-      synchronize: true,
-    }),
+    TypeOrmModule.forRoot(sampleDatabaseOptions()),
     // The outbox dispatcher, stuck detector and retention run on @nestjs/schedule intervals.
     ScheduleModule.forRoot(),
     RabbitMQModule.forRoot({

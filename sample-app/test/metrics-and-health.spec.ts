@@ -15,7 +15,7 @@ import { MetricsModule } from '../src/metrics/metrics.module';
 import { OrdersModule } from '../src/orders/orders.module';
 import { OrdersService } from '../src/orders/orders.service';
 
-const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const DATABASE_URL = process.env.DATABASE_URL!;
 const SCHEMA = 'sample_app_metrics_test';
 
 /** The sample's orders with its /metrics and /health, no broker: both transports capture. */

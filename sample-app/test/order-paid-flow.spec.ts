@@ -17,7 +17,7 @@ import { OrdersModule } from '../src/orders/orders.module';
 import { OrdersService } from '../src/orders/orders.service';
 
 /** The sample's entities use PostgreSQL types; each run gets a schema of its own. */
-const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const DATABASE_URL = process.env.DATABASE_URL!;
 const SCHEMA = 'sample_app_test';
 
 /**

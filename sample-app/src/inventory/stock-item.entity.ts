@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { TIMESTAMP_COLUMN } from '../database';
 
 /** Units of one SKU that are still free to reserve. */
 @Entity({ name: 'stock_item' })
@@ -9,6 +10,6 @@ export class StockItem {
   @Column({ type: 'integer' })
   available!: number;
 
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  @UpdateDateColumn({ name: 'updated_at', type: TIMESTAMP_COLUMN })
   updatedAt!: Date;
 }

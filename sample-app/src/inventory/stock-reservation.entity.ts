@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { TIMESTAMP_COLUMN } from '../database';
 
 /** Outcome of a paid order for the inventory. */
 export enum ReservationStatus {
@@ -31,6 +32,6 @@ export class StockReservation {
   @Column({ type: 'varchar', length: 20 })
   status!: ReservationStatus;
 
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  @CreateDateColumn({ name: 'created_at', type: TIMESTAMP_COLUMN })
   createdAt!: Date;
 }

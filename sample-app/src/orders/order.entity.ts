@@ -1,4 +1,5 @@
 import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn, UpdateDateColumn } from 'typeorm';
+import { TIMESTAMP_COLUMN } from '../database';
 
 /** Life cycle of an order in this sample. */
 export enum OrderStatus {
@@ -20,9 +21,9 @@ export class Order {
   @Column({ type: 'varchar', length: 20 })
   status!: OrderStatus;
 
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' })
+  @CreateDateColumn({ name: 'created_at', type: TIMESTAMP_COLUMN })
   createdAt!: Date;
 
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
+  @UpdateDateColumn({ name: 'updated_at', type: TIMESTAMP_COLUMN })
   updatedAt!: Date;
 }

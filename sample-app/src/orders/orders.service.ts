@@ -3,6 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { Repository } from 'typeorm';
 import { MessageStatus, OutboxAdmin, OutboxService } from '../../../lib';
+import { rowLock } from '../database';
 import { Order, OrderStatus } from './order.entity';
 import { LOGISTICS_TRANSPORT, WAREHOUSE_ENDPOINT } from '../logistics/logistics.constants';
 import { ORDER_PAID, ORDER_SHIPPED, ORDERS_EXCHANGE, OrderPaidEvent, orderPaidBizKey, OrderShippedEvent, orderShippedBizKey } from './orders.constants';
@@ -111,7 +112,7 @@ export class OrdersService {
   /** Loads the order with a row lock, so that pay and cancel of one order run one after the other. */
   private async lockOrder(id: number): Promise<Order> {
     const order = isOrderId(id)
-      ? await this.orders.findOne({ where: { id }, lock: { mode: 'pessimistic_write' } })
+      ? await this.orders.findOne(rowLock<Order>({ id }))
       : null;
     if (!order) throw new NotFoundException(`Order ${id} does not exist`);
     return order;
