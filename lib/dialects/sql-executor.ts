@@ -1,7 +1,8 @@
-import { DataSource, EntityManager, QueryResult } from 'typeorm';
+import { DataSource, QueryResult } from 'typeorm';
+import type { SqlTarget } from '../engine/sql-target';
 
-/** Where a statement runs: an open transaction's manager, or the pool (auto-commit). */
-export type SqlTarget = DataSource | EntityManager;
+// The engine names where a statement runs; the dialects take it from here, beside `execute`.
+export type { SqlTarget };
 
 /**
  * Runs one statement and returns TypeORM's structured result (rows and affected count), on the

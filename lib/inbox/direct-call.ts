@@ -1,9 +1,7 @@
 import { INTERCEPTORS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { isObservable, lastValueFrom } from 'rxjs';
+import type { HandlerMethod } from './handler-method';
 import { InboxInterceptor } from './inbox.interceptor';
-
-/** A business method as Nest holds it (golevelup hands Nest a copy bound to the provider). */
-export type HandlerMethod = (...args: unknown[]) => unknown;
 
 /**
  * Whether Nest would run nothing between the inbox interceptor and the business method, so that

@@ -1,11 +1,17 @@
 import type { ConsumeMessage } from 'amqplib';
-import type { HandlerMethod } from './direct-call';
+import type { HandlerMethod } from './handler-method';
 
 /** How an `@InboxHandler()` processes deliveries. */
 export type InboxMode = 'transactional' | 'deferred';
 
 /** Options of `@InboxHandler()`. */
 export interface InboxHandlerOptions {
+  /**
+   * The outbox (`OutboxModule.forRoot({ name })`) whose inbox table and transactions the handler
+   * uses. Default: the default outbox (also named by `'default'`). An outbox the application does
+   * not configure fails start-up.
+   */
+  outbox?: string;
   /**
    * Dedupe scope: two consumers of one event both process it once. Default `ClassName.method`.
    * Must be unique in the application, and at most 200 characters (the inbox table's column).
@@ -42,6 +48,8 @@ export interface InboxHandlerOptions {
 /** An `@InboxHandler()` as resolved at start-up. */
 export interface InboxHandlerDefinition {
   consumer: string;
+  /** The named outbox whose inbox the handler uses; undefined for the default outbox. */
+  outbox?: string;
   mode: InboxMode;
   bizKey?: InboxHandlerOptions['bizKey'];
   messageIdFallback?: 'content-hash';

@@ -4,5 +4,3 @@ export const INBOX_HANDLER_METADATA = Symbol('nestjs-outbox:inbox-handler');
 export const INBOX_HANDLER_DEFINITION = Symbol('nestjs-outbox:inbox-handler-definition');
 /** Metadata key of a handler's `@RabbitSubscribe()` settings as declared, before the inbox rewrote them. */
 export const DECLARED_RABBIT_HANDLER = Symbol('nestjs-outbox:declared-rabbit-handler');
-/** The longest consumer name the inbox table holds (its `consumer` column is VARCHAR(200) on every database). */
-export const CONSUMER_NAME_MAX_LENGTH = 200;

@@ -1,12 +1,15 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import type { ConsumeMessage } from 'amqplib';
 import { from, lastValueFrom, Observable } from 'rxjs';
 import { OutboxError } from '../errors';
-import type { HandlerMethod } from './direct-call';
+import type { HandlerMethod } from './handler-method';
 import { INBOX_HANDLER_DEFINITION } from './inbox.constants';
 import { takeReplay } from './deferred-replay';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { InboxService } from './inbox.service';
+import { outboxServiceOf } from '../naming/outbox-service-of';
+import { getInboxServiceToken } from '../naming/outbox-tokens';
 
 /**
  * Applied by `@InboxHandler()`. golevelup calls handlers through Nest's context creator, so the
@@ -14,23 +17,31 @@ import { InboxService } from './inbox.service';
  * runs at all. It runs the method through the rest of Nest's chain (pipes, later interceptors),
  * or calls it itself where that chain would run nothing else (`runsMethodAlone`). The deferred
  * worker runs stored rows through the same chain; for those it runs the rest of the chain in the
- * worker's transaction (`deferred-replay.ts`).
+ * worker's transaction (`deferred-replay.ts`). A handler of a named outbox is received by that
+ * outbox's `InboxService`.
  */
 @Injectable()
 export class InboxInterceptor implements NestInterceptor {
-  constructor(private readonly inbox: InboxService) {}
+  private readonly namedInboxes = new Map<string, InboxService>();
+
+  constructor(
+    private readonly moduleRef: ModuleRef,
+    /** The default outbox's; absent from an application that configures only named outboxes. */
+    @Optional() private readonly inbox?: InboxService,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const definition = Reflect.getMetadata(INBOX_HANDLER_DEFINITION, context.getHandler()) as InboxHandlerDefinition | undefined;
     if (!definition) {
       throw new OutboxError(`@InboxHandler on ${context.getClass().name} was not set up at start-up; is OutboxModule imported?`);
     }
-    const [payload, message] = context.getArgs() as [unknown, ConsumeMessage];
+    const [payload, message] = context.getArgs<[unknown, ConsumeMessage]>();
     const runRest = () => runBusinessMethod(definition, context, next);
     // A deferred row the worker is running: the delivery was stored when it arrived.
     const replay = takeReplay(message);
     if (replay) return from(replay(runRest));
-    return from(this.inbox.receive(definition, payload, message, runRest));
+    const inbox = outboxServiceOf(this.moduleRef, this.namedInboxes, definition.outbox, this.inbox, getInboxServiceToken, `@InboxHandler on ${context.getClass().name}`);
+    return from(inbox.receive(definition, payload, message, runRest));
   }
 }
 

@@ -1,7 +1,6 @@
 import { OutboxMessageInvalidError } from '../errors';
-import { AMQP_HEADERS_MAX_BYTES, AMQP_SHORT_STRING_MAX_BYTES, HEADERS_MAX_DEPTH } from './message-limits';
+import { AMQP_HEADERS_MAX_BYTES, AMQP_SHORT_STRING_MAX_BYTES, DELIVERY_HEADERS_RESERVED_BYTES, HEADERS_MAX_DEPTH } from './message-limits';
 import { malformedTextReason } from './message-text';
-import { DELIVERY_HEADERS_RESERVED_BYTES } from '../transport/delivery-headers';
 
 /*
  * Sizes as amqplib 0.10's codec (`encodeTable`, `encodeFieldValue`) writes a field table: a

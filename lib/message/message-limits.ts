@@ -22,6 +22,13 @@ export const AMQP_SHORT_STRING_MAX_BYTES = 255;
 export const AMQP_HEADERS_MAX_BYTES = 65_536;
 
 /**
+ * Room kept in the AMQP header table for the delivery headers every transport adds
+ * (`deliveryHeaders()`), beyond what `publish()` lets a message's own headers take: two
+ * short-string keys with their values, with margin.
+ */
+export const DELIVERY_HEADERS_RESERVED_BYTES = 128;
+
+/**
  * Nesting levels of a header table (the table itself is level 1). amqplib encodes and decodes
  * tables recursively on both sides of the broker; headers deeper than this are a payload in
  * disguise.
@@ -34,6 +41,9 @@ export const HEADERS_MAX_DEPTH = 100;
  * utf8mb4.
  */
 export const TEXT_COLUMN_MAX_CHARACTERS = 255;
+
+/** The longest consumer name the inbox table holds (its `consumer` column is VARCHAR(200) on every database). */
+export const CONSUMER_NAME_MAX_LENGTH = 200;
 
 /** Default of `maxPayloadBytes`: the same 1 MiB the inbox accepts by default (`inboxMaxBodyBytes`). */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;

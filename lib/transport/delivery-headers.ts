@@ -6,15 +6,14 @@ export const ATTEMPT_HEADER = 'outbox-attempt';
 export const PUBLISHED_AT_HEADER = 'outbox-published-at';
 
 /**
- * Room kept in the AMQP header table for the delivery headers, beyond what `publish()` lets a
- * message's own headers take: two short-string keys with their values, with margin.
- */
-export const DELIVERY_HEADERS_RESERVED_BYTES = 128;
-
-/**
  * The headers every transport that has headers adds to a delivery, so that a consumer can tell a
  * retry from a first attempt and measure end-to-end age without the publisher's help.
  */
-export function deliveryHeaders(message: Pick<OutgoingMessage, 'attempts' | 'createdAt'>): { [ATTEMPT_HEADER]: number; [PUBLISHED_AT_HEADER]: string } {
+export function deliveryHeaders(message: Pick<OutgoingMessage, 'attempts' | 'createdAt'>): {
+  /** The attempt number: 1 for the first send. */
+  [ATTEMPT_HEADER]: number;
+  /** When the message was published, ISO 8601 UTC. */
+  [PUBLISHED_AT_HEADER]: string;
+} {
   return { [ATTEMPT_HEADER]: message.attempts + 1, [PUBLISHED_AT_HEADER]: message.createdAt.toISOString() };
 }

@@ -1,6 +1,5 @@
-import { CONSUMER_NAME_MAX_LENGTH } from '../inbox/inbox.constants';
 import { unstorableReason } from '../inbox/storable-text';
-import { HTTP_HEADER_NAME, MAX_ATTEMPTS_LIMIT } from '../message/message-limits';
+import { CONSUMER_NAME_MAX_LENGTH, HTTP_HEADER_NAME, MAX_ATTEMPTS_LIMIT } from '../message/message-limits';
 import { DEFAULT_KEPT_HEADERS, STANDARD_WEBHOOK_ID_HEADER } from './webhook.constants';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
 import { WebhookInboxOptions } from './webhook-inbox-options';
@@ -13,7 +12,7 @@ export interface WebhookInboxDefaults {
   maxBodyBytes: number;
 }
 
-const OPTION_NAMES = new Set(['consumer', 'messageId', 'type', 'bizKey', 'orderingKey', 'maxAttempts', 'status', 'maxBodyBytes', 'headers']);
+const OPTION_NAMES = new Set(['outbox', 'consumer', 'messageId', 'type', 'bizKey', 'orderingKey', 'maxAttempts', 'status', 'maxBodyBytes', 'headers']);
 
 
 /** A `@WebhookInbox()`'s options checked and resolved, or every problem with them, each naming its option. */

@@ -1,5 +1,5 @@
 import { DataSource, EntityManager } from 'typeorm';
-import { CONSUMER_NAME_MAX_LENGTH } from '../../inbox/inbox.constants';
+import { CONSUMER_NAME_MAX_LENGTH } from '../../message/message-limits';
 import { OutboxError } from '../../errors';
 import { MessageStatus } from '../../message/message-status';
 import { compareIds } from '../compare-ids';
