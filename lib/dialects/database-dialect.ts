@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { InboxDialect } from './inbox-dialect';
+import { TableKind } from './index-names';
 import { OutboxDialect } from './outbox-dialect';
 
 /** A table's DDL request: its plain name (for index names) and its quoted, qualified name. */
@@ -71,6 +72,12 @@ export interface DatabaseDialect {
    */
   outboxV2Ddl(request: TableDdl): string[];
   inboxTableDdl(request: TableDdl): string[];
+  /**
+   * The archive retention moves finished rows of a table of `kind` to (`retentionMode:
+   * 'archive'`): `request.table` is the archived table's plain name, from which the archive's
+   * names derive, and `request.quoted` the archive table's quoted, qualified name.
+   */
+  archiveTableDdl(kind: TableKind, request: TableDdl): string[];
   /** Absent where identifiers have no practical length limit (SQLite). */
   readonly identifierLimit?: IdentifierLimit;
   /**

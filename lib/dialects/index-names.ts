@@ -27,6 +27,23 @@ export function inboxIndexNames(table: string) {
   return { ...stateIndexNames(table), consumerMessageId: `UQ_${table}_consumer_message_id`, consumerBizKey: `UQ_${table}_consumer_biz_key` };
 }
 
+/**
+ * The table retention moves a table's finished rows to in archive mode (`retentionMode:
+ * 'archive'`), beside it in the same schema or database.
+ */
+export function archiveTableName(table: string): string {
+  return `${table}_archive`;
+}
+
+/**
+ * Names of an archive table and its key and index, derived from the name of the table it
+ * archives. Each is shorter than the longest name of the table itself, so that every table name
+ * the identifier limit allows has an archive too.
+ */
+export function archiveNames(table: string) {
+  return { table: archiveTableName(table), primaryKey: `PK_${table}_archive`, archivedAt: `IDX_${table}_archived` };
+}
+
 /** Every constraint and index name derived from the name of a table of `kind`. */
 export function derivedNames(kind: TableKind, table: string): string[] {
   return Object.values(kind === 'outbox' ? outboxIndexNames(table) : inboxIndexNames(table));
@@ -39,6 +56,7 @@ export function derivedNames(kind: TableKind, table: string): string[] {
  */
 export function longestDerivedName(kind: TableKind): { pattern: string; extraLength: number } {
   const placeholder = '<name>';
-  const pattern = derivedNames(kind, placeholder).reduce((longest, name) => (name.length > longest.length ? name : longest));
+  const names = [...derivedNames(kind, placeholder), ...Object.values(archiveNames(placeholder))];
+  const pattern = names.reduce((longest, name) => (name.length > longest.length ? name : longest));
   return { pattern, extraLength: pattern.length - placeholder.length };
 }

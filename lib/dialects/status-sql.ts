@@ -1,6 +1,6 @@
 import { CLAIMABLE_STATUSES, MessageStatus, UNFINISHED_STATUSES } from '../message/message-status';
 
-const { PENDING, FAILED, MANUAL_REQUIRED } = MessageStatus;
+const { PENDING, FAILED, MANUAL_REQUIRED, DONE, ABANDONED } = MessageStatus;
 
 const statusIn = (statuses: readonly MessageStatus[]) => `status IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
 
@@ -12,6 +12,8 @@ export const UNFINISHED_SQL = statusIn(UNFINISHED_STATUSES);
 export const ABANDONABLE_SQL = statusIn([PENDING, FAILED, MANUAL_REQUIRED]);
 /** Given up on or waiting for a retry: what `requeue()` may make due again. */
 export const REQUEUABLE_SQL = statusIn([FAILED, MANUAL_REQUIRED]);
+/** Sent (or processed) or given up: what retention deletes or archives once old enough. */
+export const FINISHED_SQL = statusIn([DONE, ABANDONED]);
 
 /**
  * The claim filter's ordering rule for candidate rows aliased `c`, in SQL that PostgreSQL and

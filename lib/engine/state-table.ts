@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { MessageStatus } from '../message/message-status';
-import { SqlTarget } from '../dialects/sql-executor';
+import { SqlTarget } from './sql-target';
 import { StatusSummary } from './status-summary';
 
 /** A claim to settle; the token fences it against a claimant that was reclaimed meanwhile. */
@@ -46,13 +46,17 @@ export interface MessageRef {
 
 /** An ordering key held back by its first unfinished message, which is MANUAL_REQUIRED. */
 export interface ParkedKey {
+  /** The parked ordering key. */
   orderingKey: string;
   /** Inbox only: keys are ordered per consumer. */
   consumer: string | null;
   /** The head message, which an operator requeues or abandons to release the key. */
   messageId: string;
+  /** The head message's type. */
   type: string;
+  /** The head message's counted attempts. */
   attempts: number;
+  /** Why the head message was given up on. */
   lastError: string | null;
   /** How many later messages of the key wait behind the head. */
   waiting: number;
@@ -87,24 +91,39 @@ export interface ListWindow {
   newestFirst: boolean;
 }
 
-/** Where a message stands: what operators and refusals explain. */
+/**
+ * Where a message stands: what operators and refusals explain.
+ * @inline
+ */
 export interface MessageState {
+  /** The message's id. */
   messageId: string;
+  /** The message type. */
   type: string;
+  /** The business key it was published or received with; null when none. */
   bizKey: string | null;
+  /** Its ordering key; null when none. */
   orderingKey: string | null;
+  /** Where it stands in the state machine. */
   status: MessageStatus;
+  /** Failed attempts so far. */
   attempts: number;
+  /** The reason of the last failure or rejection; null when none. */
   lastError: string | null;
+  /** When the row was inserted, by the database's clock. */
   createdAt: Date;
   /** When it was sent or processed (DONE) or given up (ABANDONED). */
   processedAt: Date | null;
 }
 
-/** A row as an operator sees it. */
+/**
+ * A row as an operator sees it.
+ * @inline
+ */
 export interface ListedMessage extends MessageState {
   /** The row's id: pass the last one seen as the next page's `after`. */
   id: string;
+  /** When the row is next due (a retry's time, or a delayed message's). */
   nextAttemptAt: Date;
   /** Outbox only. */
   transport?: string;
@@ -152,6 +171,14 @@ export interface ChangeBatchOutcome {
   lastId: string | null;
 }
 
+/** Where `archiveFinished` moves a table's finished rows. */
+export interface ArchiveTable {
+  /** The archive table's quoted, qualified name. */
+  quoted: string;
+  /** The columns copied, each under its own name: every column of the archived table. */
+  columns: readonly string[];
+}
+
 /**
  * The state machine shared by the outbox and inbox tables: every transition after a claim is
  * fenced by the claim token, and every time comes from the database's clock. One implementation
@@ -182,6 +209,14 @@ export interface StateTable {
   statusSummary(target: SqlTarget): Promise<StatusSummary>;
   /** Deletes up to `limit` DONE/ABANDONED rows finished more than `olderThanMs` ago; returns how many. */
   deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number>;
+  /**
+   * Moves up to `limit` DONE/ABANDONED rows finished more than `olderThanMs` ago to `archive`, with
+   * the database's time as `archived_at`, in one short transaction of its own that copies the
+   * rows and deletes exactly the rows it copied: a row is either still in the table or in the
+   * archive, never both or neither. A row another transaction changes meanwhile (a replay, a
+   * requeue) is passed over or re-checked, never archived as it was. Returns how many it moved.
+   */
+  archiveFinished(dataSource: DataSource, archive: ArchiveTable, olderThanMs: number, limit: number): Promise<number>;
   /** Ordering keys whose head is MANUAL_REQUIRED, oldest head first. */
   findParkedKeys(dataSource: DataSource, limit: number): Promise<ParkedKey[]>;
   /** A FAILED or MANUAL_REQUIRED message becomes due now with its attempts reset (PENDING; FAILED in the inbox); true when it was one. */

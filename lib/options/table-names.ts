@@ -1,4 +1,4 @@
-import { derivedNames, TableKind } from '../dialects/index-names';
+import { archiveNames, derivedNames, TableKind } from '../dialects/index-names';
 import { OutboxOptionsError } from '../errors';
 
 /** Default name of the outbox table. */
@@ -45,7 +45,8 @@ export function assertTableName(option: string, name: string): string {
  * Why the two tables cannot coexist under these names, if they cannot. Names are compared
  * ignoring case: SQLite, and MariaDB/MySQL on Windows and macOS, take `Outbox` and `outbox` for
  * one table. Index and constraint names derive from the table names and share one namespace per
- * schema on PostgreSQL, so they must differ across the two tables too.
+ * schema on PostgreSQL, so they must differ across the two tables too, as must the archive
+ * tables' (reserved whatever `retentionMode`, so that archiving can be turned on later).
  */
 export function tableNamesClash(tables: TableNames): string | undefined {
   if (tables.outbox.toLowerCase() === tables.inbox.toLowerCase()) {
@@ -55,11 +56,16 @@ export function tableNamesClash(tables: TableNames): string | undefined {
       ' outbox and inbox rows have different columns and keys. Choose another inboxTableName'
     );
   }
-  const outboxNames = new Set([tables.outbox, ...derivedNames('outbox', tables.outbox)].map((name) => name.toLowerCase()));
-  const shared = [tables.inbox, ...derivedNames('inbox', tables.inbox)].filter((name) => outboxNames.has(name.toLowerCase()));
+  const outboxNames = new Set(namesFrom('outbox', tables.outbox).map((name) => name.toLowerCase()));
+  const shared = namesFrom('inbox', tables.inbox).filter((name) => outboxNames.has(name.toLowerCase()));
   if (shared.length === 0) return undefined;
   return (
     `tableName ${JSON.stringify(tables.outbox)} and inboxTableName ${JSON.stringify(tables.inbox)} would both use the name ${shared.join(', ')}` +
-    ' (index and constraint names derive from the table names, and PostgreSQL keeps them in one namespace with the tables). Choose names that do not overlap'
+    ' (index, constraint and archive table names derive from the table names, and PostgreSQL keeps them in one namespace with the tables). Choose names that do not overlap'
   );
+}
+
+/** The table's name, and every name derived from it: its keys and indexes, its archive table's. */
+function namesFrom(kind: TableKind, table: string): string[] {
+  return [table, ...derivedNames(kind, table), ...Object.values(archiveNames(table))];
 }

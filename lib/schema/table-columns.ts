@@ -15,3 +15,12 @@ export const TABLE_COLUMNS: Record<TableKind, readonly string[]> = {
   ],
   inbox: ['id', 'consumer', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS],
 };
+
+/**
+ * The columns of the archive of a table of `kind`: a key of its own (an id archived again, as
+ * when a row copied back is finished anew, is a second archive row, never a conflict that would
+ * stop retention), every column of the table, and when the row was archived.
+ */
+export function archiveColumns(kind: TableKind): readonly string[] {
+  return ['archive_id', ...TABLE_COLUMNS[kind], 'archived_at'];
+}

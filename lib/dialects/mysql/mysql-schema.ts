@@ -1,5 +1,5 @@
 import { TableDdl } from '../database-dialect';
-import { inboxIndexNames, outboxIndexNames, stateIndexNames } from '../index-names';
+import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../index-names';
 import { MysqlServer } from './mysql-server';
 
 /**
@@ -22,6 +22,33 @@ function stateColumns(server: MysqlServer): string {
   \`created_at\` datetime(6) NOT NULL${defaultNow},
   \`processed_at\` datetime(6) NULL,`;
 }
+
+/** The outbox table's message columns, between its id and its state columns. */
+const OUTBOX_MESSAGE_COLUMNS = `
+  \`message_id\` char(36) NOT NULL,
+  \`message_type\` varchar(255) NOT NULL,
+  \`biz_key\` varchar(255) NULL,
+  \`ordering_key\` varchar(255) NULL,
+  \`exchange\` varchar(255) NOT NULL,
+  \`routing_key\` varchar(255) NOT NULL,
+  \`payload\` longtext NOT NULL,
+  \`headers\` longtext NOT NULL,`;
+
+/** The inbox table's message columns, between its id and its state columns. */
+const INBOX_MESSAGE_COLUMNS = `
+  \`consumer\` varchar(200) NOT NULL,
+  \`message_id\` varchar(255) NOT NULL,
+  \`message_type\` varchar(255) NOT NULL DEFAULT '',
+  \`biz_key\` varchar(255) NULL,
+  \`ordering_key\` varchar(255) NULL,
+  \`exchange\` varchar(255) NOT NULL,
+  \`routing_key\` varchar(255) NOT NULL,
+  \`payload\` longtext NOT NULL,
+  \`headers\` longtext NOT NULL,`;
+
+/** The columns schema version 2 added to the outbox table. */
+const TRANSPORT_COLUMN = "`transport` varchar(100) NOT NULL DEFAULT 'default'";
+const DESTINATION_COLUMN = "`destination` varchar(255) NOT NULL DEFAULT ''";
 
 /**
  * The claim, reclaim and ordering indexes. MySQL has no partial indexes, so each leads with what
@@ -56,15 +83,7 @@ export function mysqlOutboxTableDdl(request: TableDdl, server: MysqlServer): str
   const names = outboxIndexNames(request.table);
   return [
     `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
-  \`id\` bigint NOT NULL AUTO_INCREMENT,
-  \`message_id\` char(36) NOT NULL,
-  \`message_type\` varchar(255) NOT NULL,
-  \`biz_key\` varchar(255) NULL,
-  \`ordering_key\` varchar(255) NULL,
-  \`exchange\` varchar(255) NOT NULL,
-  \`routing_key\` varchar(255) NOT NULL,
-  \`payload\` longtext NOT NULL,
-  \`headers\` longtext NOT NULL,${stateColumns(server)}
+  \`id\` bigint NOT NULL AUTO_INCREMENT,${OUTBOX_MESSAGE_COLUMNS}${stateColumns(server)}
   PRIMARY KEY (\`id\`),
   UNIQUE KEY \`${names.messageId}\` (\`message_id\`),
   UNIQUE KEY \`${names.typeBizKey}\` (\`biz_key\`, \`message_type\`),${stateIndexes(request.table, '')}
@@ -76,16 +95,7 @@ export function mysqlInboxTableDdl(request: TableDdl, server: MysqlServer): stri
   const names = inboxIndexNames(request.table);
   return [
     `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
-  \`id\` bigint NOT NULL AUTO_INCREMENT,
-  \`consumer\` varchar(200) NOT NULL,
-  \`message_id\` varchar(255) NOT NULL,
-  \`message_type\` varchar(255) NOT NULL DEFAULT '',
-  \`biz_key\` varchar(255) NULL,
-  \`ordering_key\` varchar(255) NULL,
-  \`exchange\` varchar(255) NOT NULL,
-  \`routing_key\` varchar(255) NOT NULL,
-  \`payload\` longtext NOT NULL,
-  \`headers\` longtext NOT NULL,${stateColumns(server)}
+  \`id\` bigint NOT NULL AUTO_INCREMENT,${INBOX_MESSAGE_COLUMNS}${stateColumns(server)}
   PRIMARY KEY (\`id\`),
   UNIQUE KEY \`${names.consumerMessageId}\` (\`consumer\`, \`message_id\`),
   -- Rows without a business key hold NULL, which a unique key never counts as a duplicate.
@@ -105,9 +115,33 @@ export function mysqlOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
   return [
     `ALTER TABLE ${quoted}
-  ADD COLUMN \`transport\` varchar(100) NOT NULL DEFAULT 'default',
-  ADD COLUMN \`destination\` varchar(255) NOT NULL DEFAULT '',
+  ADD COLUMN ${TRANSPORT_COLUMN},
+  ADD COLUMN ${DESTINATION_COLUMN},
   ADD KEY \`${names.lane}\` (\`transport\`, \`status\`, \`id\`, \`next_attempt_at\`),
   DROP KEY \`${names.claimable}\``,
+  ];
+}
+
+/**
+ * The archive of a table of `kind` (`retentionMode: 'archive'`): `request.table` names the
+ * archived table (the archive's names derive from it), `request.quoted` the archive itself. Every
+ * column of the table as it is at its latest schema version, without its unique keys (an id or a
+ * message id may be archived twice), under a key of its own; indexed by archive time only, for
+ * pruning: operators add the indexes their own queries need. A later schema version of the table
+ * adds its columns here too. One statement, as the tables' own.
+ */
+export function mysqlArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl, server: MysqlServer): string[] {
+  const names = archiveNames(table);
+  const defaultNow = server.expressionDefaults ? ' DEFAULT (UTC_TIMESTAMP(6))' : '';
+  const messageColumns =
+    kind === 'outbox' ? `${OUTBOX_MESSAGE_COLUMNS}${stateColumns(server)}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},` : `${INBOX_MESSAGE_COLUMNS}${stateColumns(server)}`;
+  return [
+    `CREATE TABLE ${ifNotExists ? 'IF NOT EXISTS ' : ''}${quoted} (
+  \`archive_id\` bigint NOT NULL AUTO_INCREMENT,
+  \`id\` bigint NOT NULL,${messageColumns}
+  \`archived_at\` datetime(6) NOT NULL${defaultNow},
+  PRIMARY KEY (\`archive_id\`),
+  KEY \`${names.archivedAt}\` (\`archived_at\`)
+) ${tableOptions(server.collation)}`,
   ];
 }

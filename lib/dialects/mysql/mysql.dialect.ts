@@ -2,12 +2,13 @@ import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect, IdentifierLimit, SqlQuery, TableDdl, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
+import { TableKind } from '../index-names';
 import { OutboxDialect } from '../outbox-dialect';
 import { MysqlClaimStrategy } from './mysql-claim';
 import { ConditionalUpdateClaim } from './mysql-conditional-claim';
 import { MysqlInboxDialect } from './mysql-inbox.dialect';
 import { MysqlOutboxDialect } from './mysql-outbox.dialect';
-import { mysqlInboxTableDdl, mysqlOutboxTableDdl, mysqlOutboxV2Ddl } from './mysql-schema';
+import { mysqlArchiveTableDdl, mysqlInboxTableDdl, mysqlOutboxTableDdl, mysqlOutboxV2Ddl } from './mysql-schema';
 import { detectMysqlServer, MysqlServer } from './mysql-server';
 import { SkipLockedClaim } from './mysql-skip-locked-claim';
 
@@ -57,6 +58,10 @@ export class MysqlDialect implements DatabaseDialect {
 
   inboxTableDdl(request: TableDdl): string[] {
     return mysqlInboxTableDdl(request, this.server);
+  }
+
+  archiveTableDdl(kind: TableKind, request: TableDdl): string[] {
+    return mysqlArchiveTableDdl(kind, request, this.server);
   }
 }
 

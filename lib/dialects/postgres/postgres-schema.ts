@@ -1,5 +1,5 @@
 import { TableDdl } from '../database-dialect';
-import { inboxIndexNames, outboxIndexNames, stateIndexNames } from '../index-names';
+import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../index-names';
 import { CLAIMABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 
 /** The state-machine columns both tables end with. */
@@ -14,6 +14,33 @@ const STATE_COLUMNS = `
   "last_error" text,
   "created_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
   "processed_at" TIMESTAMP WITH TIME ZONE,`;
+
+/** The outbox table's message columns, between its id and its state columns. */
+const OUTBOX_MESSAGE_COLUMNS = `
+  "message_id" uuid NOT NULL,
+  "message_type" character varying(255) NOT NULL,
+  "biz_key" character varying(255),
+  "ordering_key" character varying(255),
+  "exchange" character varying(255) NOT NULL,
+  "routing_key" character varying(255) NOT NULL,
+  "payload" json NOT NULL,
+  "headers" json NOT NULL,`;
+
+/** The inbox table's message columns, between its id and its state columns. */
+const INBOX_MESSAGE_COLUMNS = `
+  "consumer" character varying(200) NOT NULL,
+  "message_id" character varying(255) NOT NULL,
+  "message_type" character varying(255) NOT NULL DEFAULT '',
+  "biz_key" character varying(255),
+  "ordering_key" character varying(255),
+  "exchange" character varying(255) NOT NULL,
+  "routing_key" character varying(255) NOT NULL,
+  "payload" text NOT NULL,
+  "headers" json NOT NULL,`;
+
+/** The columns schema version 2 added to the outbox table. */
+const TRANSPORT_COLUMN = `"transport" character varying(100) NOT NULL DEFAULT 'default'`;
+const DESTINATION_COLUMN = `"destination" character varying(255) NOT NULL DEFAULT ''`;
 
 /**
  * The claim, reclaim and ordering indexes. Partial, so that their cost does not grow with
@@ -34,15 +61,7 @@ export function postgresOutboxTableDdl(request: TableDdl): string[] {
   const names = outboxIndexNames(request.table);
   return [
     `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
-  "id" BIGSERIAL NOT NULL,
-  "message_id" uuid NOT NULL,
-  "message_type" character varying(255) NOT NULL,
-  "biz_key" character varying(255),
-  "ordering_key" character varying(255),
-  "exchange" character varying(255) NOT NULL,
-  "routing_key" character varying(255) NOT NULL,
-  "payload" json NOT NULL,
-  "headers" json NOT NULL,${STATE_COLUMNS}
+  "id" BIGSERIAL NOT NULL,${OUTBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}
   CONSTRAINT "${names.messageId}" UNIQUE ("message_id"),
   -- biz_key first: cancel(bizKey) without a type can use it too.
   CONSTRAINT "${names.typeBizKey}" UNIQUE ("biz_key", "message_type"),
@@ -57,16 +76,7 @@ export function postgresInboxTableDdl(request: TableDdl): string[] {
   const ine = request.ifNotExists ? 'IF NOT EXISTS ' : '';
   return [
     `CREATE TABLE ${ine}${request.quoted} (
-  "id" BIGSERIAL NOT NULL,
-  "consumer" character varying(200) NOT NULL,
-  "message_id" character varying(255) NOT NULL,
-  "message_type" character varying(255) NOT NULL DEFAULT '',
-  "biz_key" character varying(255),
-  "ordering_key" character varying(255),
-  "exchange" character varying(255) NOT NULL,
-  "routing_key" character varying(255) NOT NULL,
-  "payload" text NOT NULL,
-  "headers" json NOT NULL,${STATE_COLUMNS}
+  "id" BIGSERIAL NOT NULL,${INBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}
   CONSTRAINT "${names.consumerMessageId}" UNIQUE ("consumer", "message_id"),
   CONSTRAINT "${names.primaryKey}" PRIMARY KEY ("id")
 )`,
@@ -91,8 +101,31 @@ export function postgresInboxTableDdl(request: TableDdl): string[] {
 export function postgresOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
   return [
-    `ALTER TABLE ${quoted} ADD COLUMN IF NOT EXISTS "transport" character varying(100) NOT NULL DEFAULT 'default'`,
-    `ALTER TABLE ${quoted} ADD COLUMN IF NOT EXISTS "destination" character varying(255) NOT NULL DEFAULT ''`,
+    `ALTER TABLE ${quoted} ADD COLUMN IF NOT EXISTS ${TRANSPORT_COLUMN}`,
+    `ALTER TABLE ${quoted} ADD COLUMN IF NOT EXISTS ${DESTINATION_COLUMN}`,
     `CREATE INDEX IF NOT EXISTS "${names.lane}" ON ${quoted} ("transport", "id") WHERE ${CLAIMABLE_SQL}`,
+  ];
+}
+
+/**
+ * The archive of a table of `kind` (`retentionMode: 'archive'`): `request.table` names the
+ * archived table (the archive's names derive from it), `request.quoted` the archive itself. Every
+ * column of the table as it is at its latest schema version, without its unique keys (an id or a
+ * message id may be archived twice), under a key of its own; indexed by archive time only, for
+ * pruning: operators add the indexes their own queries need. A later schema version of the table
+ * adds its columns here too.
+ */
+export function postgresArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl): string[] {
+  const names = archiveNames(table);
+  const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
+  const messageColumns = kind === 'outbox' ? `${OUTBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},` : `${INBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}`;
+  return [
+    `CREATE TABLE ${ine}${quoted} (
+  "archive_id" BIGSERIAL NOT NULL,
+  "id" bigint NOT NULL,${messageColumns}
+  "archived_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
+  CONSTRAINT "${names.primaryKey}" PRIMARY KEY ("archive_id")
+)`,
+    `CREATE INDEX ${ine}"${names.archivedAt}" ON ${quoted} ("archived_at")`,
   ];
 }

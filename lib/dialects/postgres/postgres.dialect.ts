@@ -4,7 +4,7 @@ import { OutboxDialect } from '../outbox-dialect';
 import { guardPostgresConnections } from './postgres-connection-guard';
 import { PostgresInboxDialect } from './postgres-inbox.dialect';
 import { PostgresOutboxDialect } from './postgres-outbox.dialect';
-import { postgresInboxTableDdl, postgresOutboxTableDdl, postgresOutboxV2Ddl } from './postgres-schema';
+import { postgresArchiveTableDdl, postgresInboxTableDdl, postgresOutboxTableDdl, postgresOutboxV2Ddl } from './postgres-schema';
 
 /** PostgreSQL: SKIP LOCKED claims, partial indexes, NOTIFY wake-ups. */
 export class PostgresDialect implements DatabaseDialect {
@@ -49,4 +49,5 @@ export class PostgresDialect implements DatabaseDialect {
   outboxTableDdl = postgresOutboxTableDdl;
   outboxV2Ddl = postgresOutboxV2Ddl;
   inboxTableDdl = postgresInboxTableDdl;
+  archiveTableDdl = postgresArchiveTableDdl;
 }

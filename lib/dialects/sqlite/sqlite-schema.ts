@@ -1,5 +1,5 @@
 import { TableDdl } from '../database-dialect';
-import { inboxIndexNames, outboxIndexNames, stateIndexNames } from '../index-names';
+import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../index-names';
 import { CLAIMABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 import { SQLITE_NOW } from './sqlite-time';
 
@@ -19,12 +19,39 @@ const STATE_COLUMNS = `
   "created_at" text NOT NULL DEFAULT (${SQLITE_NOW}),
   "processed_at" text,`;
 
+/** The outbox table's message columns, between its id and its state columns. */
+const OUTBOX_MESSAGE_COLUMNS = `
+  "message_id" varchar(36) NOT NULL,
+  "message_type" varchar(255) NOT NULL,
+  "biz_key" varchar(255),
+  "ordering_key" varchar(255),
+  "exchange" varchar(255) NOT NULL,
+  "routing_key" varchar(255) NOT NULL,
+  "payload" text NOT NULL,
+  "headers" text NOT NULL,`;
+
+/** The inbox table's message columns, between its id and its state columns. */
+const INBOX_MESSAGE_COLUMNS = `
+  "consumer" varchar(200) NOT NULL,
+  "message_id" varchar(255) NOT NULL,
+  "message_type" varchar(255) NOT NULL DEFAULT '',
+  "biz_key" varchar(255),
+  "ordering_key" varchar(255),
+  "exchange" varchar(255) NOT NULL,
+  "routing_key" varchar(255) NOT NULL,
+  "payload" text NOT NULL,
+  "headers" text NOT NULL,`;
+
+/** The columns schema version 2 added to the outbox table. */
+const TRANSPORT_COLUMN = `"transport" varchar(100) NOT NULL DEFAULT 'default'`;
+const DESTINATION_COLUMN = `"destination" varchar(255) NOT NULL DEFAULT ''`;
+
 /**
  * The id: an alias of the rowid (the type must be exactly INTEGER), AUTOINCREMENT so that an id
  * is never reused after retention deleted the newest rows: ids order messages.
  */
 const ID_COLUMN = `"id" INTEGER NOT NULL`;
-const primaryKey = (name: string) => `CONSTRAINT "${name}" PRIMARY KEY ("id" AUTOINCREMENT)`;
+const primaryKey = (name: string, column = 'id') => `CONSTRAINT "${name}" PRIMARY KEY ("${column}" AUTOINCREMENT)`;
 
 /**
  * The claim, reclaim and ordering indexes. Partial, so that their cost does not grow with
@@ -45,15 +72,7 @@ export function sqliteOutboxTableDdl(request: TableDdl): string[] {
   const names = outboxIndexNames(request.table);
   return [
     `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
-  ${ID_COLUMN},
-  "message_id" varchar(36) NOT NULL,
-  "message_type" varchar(255) NOT NULL,
-  "biz_key" varchar(255),
-  "ordering_key" varchar(255),
-  "exchange" varchar(255) NOT NULL,
-  "routing_key" varchar(255) NOT NULL,
-  "payload" text NOT NULL,
-  "headers" text NOT NULL,${STATE_COLUMNS}
+  ${ID_COLUMN},${OUTBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}
   CONSTRAINT "${names.messageId}" UNIQUE ("message_id"),
   -- biz_key first: cancel(bizKey) without a type can use it too.
   CONSTRAINT "${names.typeBizKey}" UNIQUE ("biz_key", "message_type"),
@@ -68,16 +87,7 @@ export function sqliteInboxTableDdl(request: TableDdl): string[] {
   const ine = request.ifNotExists ? 'IF NOT EXISTS ' : '';
   return [
     `CREATE TABLE ${ine}${request.quoted} (
-  ${ID_COLUMN},
-  "consumer" varchar(200) NOT NULL,
-  "message_id" varchar(255) NOT NULL,
-  "message_type" varchar(255) NOT NULL DEFAULT '',
-  "biz_key" varchar(255),
-  "ordering_key" varchar(255),
-  "exchange" varchar(255) NOT NULL,
-  "routing_key" varchar(255) NOT NULL,
-  "payload" text NOT NULL,
-  "headers" text NOT NULL,${STATE_COLUMNS}
+  ${ID_COLUMN},${INBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}
   CONSTRAINT "${names.consumerMessageId}" UNIQUE ("consumer", "message_id"),
   ${primaryKey(names.primaryKey)}
 )`,
@@ -96,11 +106,40 @@ export function sqliteInboxTableDdl(request: TableDdl): string[] {
  */
 export function sqliteOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
-  const schema = quoted.includes('".') ? `${quoted.slice(0, quoted.lastIndexOf('".') + 2)}` : '';
+  const schema = schemaPrefix(quoted);
   return [
-    `ALTER TABLE ${quoted} ADD COLUMN "transport" varchar(100) NOT NULL DEFAULT 'default'`,
-    `ALTER TABLE ${quoted} ADD COLUMN "destination" varchar(255) NOT NULL DEFAULT ''`,
+    `ALTER TABLE ${quoted} ADD COLUMN ${TRANSPORT_COLUMN}`,
+    `ALTER TABLE ${quoted} ADD COLUMN ${DESTINATION_COLUMN}`,
     `CREATE INDEX IF NOT EXISTS ${schema}"${names.lane}" ON ${quoted.slice(schema.length)} ("transport", "id") WHERE ${CLAIMABLE_SQL}`,
     `DROP INDEX IF EXISTS ${schema}"${names.claimable}"`,
   ];
+}
+
+/**
+ * The archive of a table of `kind` (`retentionMode: 'archive'`): `request.table` names the
+ * archived table (the archive's names derive from it), `request.quoted` the archive itself. Every
+ * column of the table as it is at its latest schema version, without its unique keys (an id or a
+ * message id may be archived twice), under a key of its own; indexed by archive time only, for
+ * pruning: operators add the indexes their own queries need. A later schema version of the table
+ * adds its columns here too.
+ */
+export function sqliteArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl): string[] {
+  const names = archiveNames(table);
+  const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
+  const schema = schemaPrefix(quoted);
+  const messageColumns = kind === 'outbox' ? `${OUTBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},` : `${INBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}`;
+  return [
+    `CREATE TABLE ${ine}${quoted} (
+  "archive_id" INTEGER NOT NULL,
+  "id" integer NOT NULL,${messageColumns}
+  "archived_at" text NOT NULL DEFAULT (${SQLITE_NOW}),
+  ${primaryKey(names.primaryKey, 'archive_id')}
+)`,
+    `CREATE INDEX ${ine}${schema}"${names.archivedAt}" ON ${quoted.slice(schema.length)} ("archived_at")`,
+  ];
+}
+
+/** The `"schema".` a qualified name starts with, which SQLite wants on an index's name rather than its table's; '' for a plain name. */
+function schemaPrefix(quoted: string): string {
+  return quoted.includes('".') ? quoted.slice(0, quoted.lastIndexOf('".') + 2) : '';
 }

@@ -6,7 +6,7 @@ import { OutboxDialect } from '../outbox-dialect';
 import { SqliteConnection, sqliteConnectionOf } from './sqlite-connection';
 import { SqliteInboxDialect } from './sqlite-inbox.dialect';
 import { SqliteOutboxDialect } from './sqlite-outbox.dialect';
-import { sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl } from './sqlite-schema';
+import { sqliteArchiveTableDdl, sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl } from './sqlite-schema';
 
 /** `->>` (JSON batches) came in 3.38; RETURNING, UPDATE FROM and upserts before it. */
 const MIN_VERSION = [3, 38];
@@ -50,6 +50,7 @@ export class SqliteDialect implements DatabaseDialect {
   outboxTableDdl = sqliteOutboxTableDdl;
   outboxV2Ddl = sqliteOutboxV2Ddl;
   inboxTableDdl = sqliteInboxTableDdl;
+  archiveTableDdl = sqliteArchiveTableDdl;
 }
 
 /** SQLite through better-sqlite3; refuses a SQLite library too old for the dialect's SQL. */
