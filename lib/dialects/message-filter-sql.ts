@@ -17,7 +17,8 @@ export class SqlParams {
 
 /** How one database writes what a filter compares. */
 export interface FilterFlavour {
-  placeholder(n: number): string;
+  /** Spells the n-th parameter (1-based); handed to `SqlParams` on its own, so it must not use `this`. */
+  placeholder: (n: number) => string;
   /** A row id (given as decimal text) as the driver binds it for comparison with the id column. */
   id(id: string): unknown;
   /** A time parameter as it compares with the database's time columns. */
