@@ -1,6 +1,15 @@
-import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
 import type { OutboxMessage } from '../message/outbox-message';
 import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_ATTEMPTS_LIMIT, MAX_PAYLOAD_BYTES_LIMIT } from '../message/message-limits';
+
+/** The shortest `claimLeaseMs`: the smallest share of it, the send timeout (a thirtieth), must keep its own minimum (100 ms). */
+export const MIN_CLAIM_LEASE_MS = 3_000;
+
+/** What retention does with the finished rows it takes (see `OutboxModuleOptions.retentionMode`). */
+export type RetentionMode = 'delete' | 'archive';
+
+/** The retention modes, for validation and messages. */
+export const RETENTION_MODES: readonly RetentionMode[] = ['delete', 'archive'];
 
 /**
  * Runtime options of `OutboxModule.forRoot()`/`forRootAsync()`. Every field has a default;
@@ -15,8 +24,8 @@ export class OutboxModuleOptions {
 
   /**
    * Rows claimed per dispatch batch. With `dispatchConcurrency` it sets how many sends can await
-   * their confirms at once: 500 × 4 kept the broker busier than 200 × 4 (a 100,000 backlog
-   * drained 0.74 vs 0.64 of plain amqplib's rate in the bench).
+   * their confirms at once: a wide window keeps the broker busy (docs/performance.md has the
+   * measurements behind the default).
    */
   @IsInt() @Min(1) @Max(10_000)
   batchSize = 500;
@@ -76,6 +85,16 @@ export class OutboxModuleOptions {
   @Min(0) @Max(1)
   backoffJitter = 0.2;
 
+  /**
+   * How long a claim is held before another instance may take it over, i.e. how long a killed
+   * instance's messages wait (plus at most one check interval). Sets the defaults of the options
+   * that must move with it: `stuckReclaimAfterMs` (the lease), `stuckWarnAfterMs` (a fifth of it),
+   * `stuckCheckIntervalMs` (a tenth) and `sendTimeoutMs` (a thirtieth); any of them set explicitly
+   * keeps its value. Unset: those four keep their own defaults (a 300 s lease). At least 3,000.
+   */
+  @IsOptional() @IsInt() @Min(MIN_CLAIM_LEASE_MS)
+  claimLeaseMs?: number = undefined;
+
   /** How often the stuck detector looks for abandoned claims and reports the backlog. */
   @IsInt() @Min(100)
   stuckCheckIntervalMs = 30_000;
@@ -127,8 +146,9 @@ export class OutboxModuleOptions {
   inboxMaxBodyBytes = 1_048_576;
 
   /**
-   * DONE and ABANDONED rows (outbox and inbox) older than this are deleted. This is also the
-   * inbox's dedupe window: a duplicate arriving later than this is processed again. 0 keeps all.
+   * DONE and ABANDONED rows (outbox and inbox) older than this are deleted (or archived, see
+   * `retentionMode`). This is also the inbox's dedupe window: a duplicate arriving later than
+   * this is processed again. 0 keeps all.
    */
   @IsInt() @Min(0)
   retentionMs = 7 * 24 * 3_600_000;
@@ -137,9 +157,20 @@ export class OutboxModuleOptions {
   @IsInt() @Min(1_000)
   retentionIntervalMs = 3_600_000;
 
-  /** Rows deleted per retention statement, so no single DELETE holds locks for long. */
+  /** Rows deleted (or archived) per retention batch, so no single statement holds locks for long. */
   @IsInt() @Min(1) @Max(100_000)
   retentionBatchSize = 1_000;
+
+  /**
+   * What retention does with the finished rows it takes: `'delete'` them, or `'archive'` them:
+   * move each, with every column and the time it was archived (`archived_at`), to the table
+   * `<table>_archive` beside the outbox and inbox tables, where operators can still query it.
+   * Archive tables are created at start-up under the DataSource's `synchronize`; otherwise
+   * `createArchiveTablesMigration()` creates them, and start-up refuses to run without them.
+   * The archive grows without bound: prune it by `archived_at` as your own policy says.
+   */
+  @IsIn(RETENTION_MODES, { message: ({ value }) => `retentionMode must be 'delete' or 'archive', got ${JSON.stringify(value)}` })
+  retentionMode: RetentionMode = 'delete';
 
   /** Written to `claimed_by`; defaults to host name and process id. */
   @IsOptional() @IsString() @MinLength(1) @MaxLength(200)

@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { OutboxOptionsError } from '../errors';
+import { applyClaimLease, LeaseDerivedOption } from './claim-lease';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './outbox-module-options';
 
 /** Options fixed where the module is declared (`OutboxModuleStaticOptions`), never returned by an async factory. */
@@ -20,8 +21,9 @@ export function runtimeOptionProblems(input: OutboxModuleOptionsInput | undefine
 
 function checkOutboxOptions(input: OutboxModuleOptionsInput | undefined): { options: OutboxModuleOptions; problems: string[] } {
   const options = plainToInstance(OutboxModuleOptions, input ?? {}, { exposeDefaultValues: true });
+  const derived = applyClaimLease(options, input ?? {});
   const problems = validateSync(options, { forbidUnknownValues: true, whitelist: false }).flatMap(describe);
-  problems.push(...unknownKeys(input), ...crossFieldProblems(options));
+  problems.push(...unknownKeys(input), ...crossFieldProblems(options, derived));
   if (options.isFatalError !== undefined && typeof options.isFatalError !== 'function') {
     problems.push('isFatalError must be a function');
   }
@@ -48,15 +50,17 @@ function unknownKeys(input: OutboxModuleOptionsInput | undefined): string[] {
     );
 }
 
-function crossFieldProblems(o: OutboxModuleOptions): string[] {
+function crossFieldProblems(o: OutboxModuleOptions, derived: LeaseDerivedOption[]): string[] {
   const problems: string[] = [];
+  // Name what the user set: a value derived from the lease is the lease's doing.
+  const named = (option: LeaseDerivedOption) => (derived.includes(option) ? `${option} (${o[option]}, derived from claimLeaseMs ${o.claimLeaseMs})` : option);
   if (o.backoffMaxMs < o.backoffBaseMs) problems.push('backoffMaxMs must be at least backoffBaseMs');
   if (o.stuckWarnAfterMs > o.stuckReclaimAfterMs) {
-    problems.push('stuckWarnAfterMs must not exceed stuckReclaimAfterMs');
+    problems.push(`${named('stuckWarnAfterMs')} must not exceed ${named('stuckReclaimAfterMs')}`);
   }
   // A claim reclaimed while its send may still be waiting for a confirm would be sent twice.
   if (o.stuckReclaimAfterMs <= o.sendTimeoutMs) {
-    problems.push('stuckReclaimAfterMs must exceed sendTimeoutMs, or live sends would be reclaimed');
+    problems.push(`${named('stuckReclaimAfterMs')} must exceed ${named('sendTimeoutMs')}, or live sends would be reclaimed`);
   }
   return problems;
 }
