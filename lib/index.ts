@@ -1,8 +1,20 @@
 export { OutboxModule } from './outbox.module';
 export type { OutboxModuleStaticOptions } from './outbox-module-definition';
+export {
+  getInboxWorkerToken,
+  getOutboxAdminToken,
+  getOutboxDispatcherToken,
+  getOutboxServiceToken,
+  getOutboxTransportsToken,
+  getOutboxTransportToken,
+  getRetentionToken,
+  getStuckDetectorToken,
+} from './naming/outbox-tokens';
+export type { OutboxToken } from './naming/outbox-tokens';
+export { InjectOutbox, InjectOutboxAdmin } from './naming/inject-outbox.decorator';
+export { DEFAULT_OUTBOX_NAME } from './naming/outbox-name';
 export { OutboxModuleOptions } from './options/outbox-module-options';
-export type { OutboxModuleOptionsInput } from './options/outbox-module-options';
-export { validateOutboxOptions } from './options/validate-options';
+export type { OutboxModuleOptionsInput, RetentionMode } from './options/outbox-module-options';
 export { OutboxService } from './outbox/outbox.service';
 export { OutboxDispatcher } from './outbox/outbox.dispatcher';
 export type { DispatcherStats } from './outbox/outbox.dispatcher';
@@ -22,12 +34,10 @@ export type { OutboxEnvelope } from './transport/client-proxy/outbox-envelope';
 export type { EventClient } from './transport/client-proxy/event-client';
 export type { HttpEndpoint, HttpOutboxTransportOptions } from './transport/http/http-endpoint';
 export { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS, OUTBOX_OPTIONS } from './outbox.constants';
-export { backoffDelayMs } from './retry/backoff';
-export type { BackoffPolicy } from './retry/backoff';
-export { classifyFailure } from './retry/error-classifier';
-export type { FailureVerdict } from './retry/error-classifier';
 export { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration, OUTBOX_MIGRATIONS } from './migrations/table-migrations';
 export type { MigrationClass } from './migrations/table-migrations';
+export { createArchiveTablesMigration } from './migrations/archive-tables-migration';
+export type { ArchiveTablesMigrationOptions } from './migrations/archive-tables-migration';
 export { OutboxAdmin } from './admin/outbox-admin.service';
 export type { InboxStats, OutboxStats, OutboxTableStats, TableStats } from './admin/outbox-stats';
 export type { ParkedKey } from './engine/state-table';
@@ -46,6 +56,7 @@ export { Retention } from './maintenance/retention';
 export { OUTBOX_EVENTS } from './observability/outbox-events';
 export type {
   AbandonedEvent,
+  OutboxEventScope,
   ClaimLostEvent,
   DuplicateEvent,
   HandledEvent,

@@ -41,6 +41,23 @@ export interface OutboxModuleStaticOptions {
   defaultTransport?: string;
   /** Register OutboxService globally. Default true. */
   isGlobal?: boolean;
+  /**
+   * The outbox's name, for an application with several outboxes (e.g. one per DataSource). A
+   * named outbox's services are injected by tokens of its name (`@InjectOutbox(name)`,
+   * `getOutboxServiceToken(name)`…), `@InboxHandler({ outbox: name })` and
+   * `@WebhookInbox({ outbox: name })` choose it, and its scheduler jobs, metrics and logs carry
+   * the name. Default: the default outbox, injected by class (`OutboxService`), which `'default'`
+   * also names. It is not taken from `dataSourceName`: an outbox is what users inject, a
+   * DataSource what holds it, and one DataSource can hold two outboxes.
+   */
+  name?: string;
+  /**
+   * The `@nestjs-cls/transactional` connection (`ClsPluginTransactional({ connectionName })`)
+   * whose transactions the outbox joins: `publish()` writes in the active transaction of that
+   * connection (`@Transactional(connectionName)`), and the inbox runs its handlers in its
+   * transactions. Its adapter must work on the outbox's DataSource. Default: the unnamed connection.
+   */
+  transactionConnectionName?: string;
 }
 
 export const {
@@ -51,7 +68,7 @@ export const {
 } = new ConfigurableModuleBuilder<OutboxModuleOptionsInput>({ moduleName: 'Outbox' })
   .setClassMethodName('forRoot')
   .setExtras<OutboxModuleStaticOptions>(
-    { tableName: DEFAULT_OUTBOX_TABLE, inboxTableName: DEFAULT_INBOX_TABLE, dataSourceName: undefined, transport: undefined, transports: undefined, defaultTransport: undefined, isGlobal: true },
+    { tableName: DEFAULT_OUTBOX_TABLE, inboxTableName: DEFAULT_INBOX_TABLE, dataSourceName: undefined, transport: undefined, transports: undefined, defaultTransport: undefined, isGlobal: true, name: undefined, transactionConnectionName: undefined },
     (definition) => definition,
   )
   .build();

@@ -24,3 +24,5 @@ export const INBOX_DIALECT = Symbol('INBOX_DIALECT');
 export const OUTBOX_WORKER_DATA_SOURCE = Symbol('OUTBOX_WORKER_DATA_SOURCE');
 /** Injection token of the `DatabaseDialect` of the outbox's DataSource (tables created when `synchronize` is on). */
 export const DATABASE_DIALECT = Symbol('DATABASE_DIALECT');
+/** Injection token of the names of the outbox and inbox tables (`TableNames`). */
+export const OUTBOX_TABLE_NAMES = Symbol('OUTBOX_TABLE_NAMES');

@@ -10,11 +10,7 @@ import { outboxEntities } from './entities/outbox-entities';
 import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
 import { InboxConsumers } from './inbox/inbox-consumers';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
-import { InboxService } from './inbox/inbox.service';
 import { InboxWakeup } from './inbox/inbox-wakeup';
-import { InboxWorker } from './inbox/inbox.worker';
-import { Retention } from './maintenance/retention';
-import { StuckDetector } from './maintenance/stuck-detector';
 import {
   ConfigurableOutboxModule,
   OUTBOX_ASYNC_OPTIONS_TYPE,
@@ -31,6 +27,7 @@ import {
   OUTBOX_DIALECT,
   OUTBOX_INSTANCE_ID,
   OUTBOX_OPTIONS,
+  OUTBOX_TABLE_NAMES,
   OUTBOX_TRANSPORT,
   OUTBOX_TRANSPORTS,
 } from './outbox.constants';
@@ -42,19 +39,20 @@ import { TableNames } from './options/table-names';
 import { runtimeOptionProblems, validateOutboxOptions } from './options/validate-options';
 import { staticOptionProblems, validateStaticOptions } from './options/validate-static-options';
 import { OutboxOptionsError } from './errors';
-import { OutboxDispatcher } from './outbox/outbox.dispatcher';
 import { OutboxWakeup } from './outbox/outbox-wakeup';
-import { OutboxService } from './outbox/outbox.service';
 import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 import { transportOptionProblems } from './transport/outbox-transport';
 import { createTablesAtStartup } from './schema/create-tables-at-startup';
 import { assertTableNamesFit } from './schema/table-name-limits';
+import { prepareArchiveTablesAtStartup } from './schema/archive-tables-at-startup';
 import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
-import { OutboxAdmin } from './admin/outbox-admin.service';
 import { OutboxMetrics } from './observability/outbox-metrics';
 import { openWorkerDataSource, WorkerDataSourceCloser } from './pool/worker-data-source';
 import { WebhookInboxExplorer } from './webhooks/webhook-inbox.explorer';
-import { WebhookIntake } from './webhooks/webhook-intake.service';
+import { namedOutbox } from './naming/outbox-name';
+import { OutboxIdentity } from './naming/outbox-identity';
+import { outboxTransactionHostProvider } from './naming/outbox-transaction-host';
+import { publicProviders } from './naming/public-providers';
 
 /**
  * The transactional outbox and inbox: `OutboxService` to publish inside your transactions, a
@@ -67,10 +65,11 @@ import { WebhookIntake } from './webhooks/webhook-intake.service';
  */
 @Module({})
 export class OutboxModule extends ConfigurableOutboxModule {
+  /** Static and runtime options together; every invalid option fails here, where the module is declared. */
   static forRoot(options: typeof OUTBOX_OPTIONS_TYPE = {}): DynamicModule {
     // Static options fail here, where the app's module is declared, before anything connects.
-    const { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal, ...runtime } = options;
-    const statics = { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal };
+    const { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal, name, transactionConnectionName, ...runtime } = options;
+    const statics = { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal, name, transactionConnectionName };
     const problems = [...staticOptionProblems(statics), ...runtimeOptionProblems(runtime)];
     // A transport that checks its settings against the module's does so here too, before any
     // pool opens; with forRootAsync it can only do so at module init.
@@ -93,6 +92,8 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
   const { outbox: tableName, inbox: inboxTableName } = tables;
   const lanes = laneSpecs(statics, () => RabbitMqOutboxTransport);
   const defaultLane = defaultTransportName(statics.defaultTransport, lanes);
+  const outboxName = namedOutbox(statics.name);
+  const exported = publicProviders(outboxName);
   // The tables' read models: loaded by a DataSource with autoLoadEntities, and injectable with
   // @InjectRepository(outboxMessageEntity(tableName)) wherever the module is visible.
   const readModels = TypeOrmModule.forFeature(outboxEntities({ tableName, inboxTableName }), statics.dataSourceName);
@@ -103,16 +104,20 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       useFactory: (raw: OutboxModuleOptionsInput) => validateOutboxOptions(raw),
     },
     { provide: OUTBOX_DATA_SOURCE, useExisting: getDataSourceToken(statics.dataSourceName) },
+    { provide: OutboxIdentity, useValue: new OutboxIdentity(outboxName, statics.transactionConnectionName) },
+    outboxTransactionHostProvider(statics.transactionConnectionName),
+    { provide: OUTBOX_TABLE_NAMES, useValue: tables },
     {
       provide: DATABASE_DIALECT,
-      inject: [OUTBOX_DATA_SOURCE],
-      useFactory: async (dataSource: DataSource) => {
+      inject: [OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS],
+      useFactory: async (dataSource: DataSource, options: OutboxModuleOptions) => {
         const dialect = await resolveDialect(dataSource);
         // The library's statements run on the application's pool too (publish, inbox transactions).
         dialect.guardConnections?.(dataSource);
         assertTableNamesFit(dialect.identifierLimit, tables);
         await verifyTablesAtStartup(dataSource, dialect, tables);
         await createTablesAtStartup(dataSource, dialect, tables);
+        if (options.retentionMode === 'archive') await prepareArchiveTablesAtStartup(dataSource, dialect, tables);
         const readModelWarning = fitReadModels(dataSource, { tableName, inboxTableName });
         if (readModelWarning) new Logger('OutboxModule').warn(readModelWarning);
         return dialect;
@@ -142,19 +147,14 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     },
     ...transportProviders(lanes, defaultLane),
     OutboxWakeup,
-    OutboxService,
-    OutboxDispatcher,
     InboxWakeup,
-    InboxService,
     InboxConsumers,
     InboxHandlerExplorer,
-    InboxWorker,
-    WebhookIntake,
     WebhookInboxExplorer,
-    StuckDetector,
-    Retention,
-    OutboxAdmin,
     OutboxMetrics,
+    // OutboxService, OutboxDispatcher, InboxService, InboxWorker, WebhookIntake, StuckDetector,
+    // Retention and OutboxAdmin, under the tokens of the outbox's name.
+    ...exported.providers,
   ];
   return {
     ...definition,
@@ -163,16 +163,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     providers: [...(definition.providers ?? []), ...providers],
     exports: [
       ...(definition.exports ?? []),
-      OutboxService,
-      OutboxDispatcher,
-      InboxService,
-      InboxWorker,
-      WebhookIntake,
-      StuckDetector,
-      Retention,
-      OutboxAdmin,
-      OUTBOX_TRANSPORT,
-      OUTBOX_TRANSPORTS,
+      ...exported.exports,
       readModels,
     ],
   };

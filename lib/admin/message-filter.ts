@@ -44,16 +44,25 @@ export interface MessagePageOptions {
 
 /** Rows of a listing, and where the next page starts. */
 export interface MessagePage<T> {
+  /** This page's rows, in the order asked for. */
   messages: T[];
   /** Pass as `after` for the next page; null when this page is the last. */
   next: string | null;
 }
 
 /** An outbox row as `listMessages` returns it. */
-export type ListedOutboxMessage = Omit<ListedMessage, 'transport' | 'destination' | 'consumer'> & { transport: string; destination: string };
+export type ListedOutboxMessage = Omit<ListedMessage, 'transport' | 'destination' | 'consumer'> & {
+  /** The transport (lane) that sends it. */
+  transport: string;
+  /** Its address for a non-RabbitMQ transport; `''` for none. */
+  destination: string;
+};
 
 /** An inbox row as `listInboxMessages` returns it. */
-export type ListedInboxMessage = Omit<ListedMessage, 'transport' | 'destination' | 'consumer'> & { consumer: string };
+export type ListedInboxMessage = Omit<ListedMessage, 'transport' | 'destination' | 'consumer'> & {
+  /** The consumer (handler) the delivery is stored for. */
+  consumer: string;
+};
 
 /** How an operation on many messages runs. */
 export interface BatchOptions {

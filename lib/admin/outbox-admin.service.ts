@@ -9,13 +9,14 @@ import { unstorableReason } from '../inbox/storable-text';
 import { columnText, shortStringText } from '../message/message-text';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../outbox.constants';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
-import { emit, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { OUTBOX_EVENTS } from '../observability/outbox-events';
 import { inboxStats, OutboxStats, outboxStats } from './outbox-stats';
 import { changeInBatches } from './batched-change';
 import { filterForChange, wakesWorker } from './change-scope';
 import { BatchOptions, InboxMessageFilter, ListedInboxMessage, ListedOutboxMessage, MessagePage, MessagePageOptions, OutboxMessageFilter } from './message-filter';
 import { checkedFilter, FilteredTable } from './message-filter-validation';
 import { checkedBatchSize, checkedWindow } from './page-options';
+import { OutboxIdentity } from '../naming/outbox-identity';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEFAULT_LIMIT = 100;
@@ -29,12 +30,17 @@ const DEFAULT_LIMIT = 100;
  */
 @Injectable()
 export class OutboxAdmin {
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(OUTBOX_DIALECT) private readonly outbox: OutboxDialect,
     @Inject(INBOX_DIALECT) private readonly inbox: InboxDialect,
     private readonly outboxWakeup: OutboxWakeup,
     private readonly inboxWakeup: InboxWakeup,
+    private readonly identity: OutboxIdentity,
   ) {}
 
   /**
@@ -87,7 +93,7 @@ export class OutboxAdmin {
     const abandoned = await this.outbox.abandon(this.dataSource, { messageId: outboxMessageId(messageId) });
     if (abandoned) {
       this.outboxWakeup.wake();
-      emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'outbox', count: 1 }));
+      this.identity.emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'outbox', count: 1 }));
     }
     return abandoned;
   }
@@ -104,7 +110,7 @@ export class OutboxAdmin {
     const abandoned = await this.inbox.abandon(this.dataSource, inboxMessageRef(consumer, messageId));
     if (abandoned) {
       this.inboxWakeup.wake();
-      emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'inbox', count: 1 }));
+      this.identity.emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'inbox', count: 1 }));
     }
     return abandoned;
   }
@@ -184,7 +190,7 @@ export class OutboxAdmin {
     const wakeup = table === 'outbox' ? this.outboxWakeup : this.inboxWakeup;
     const wake = wakesWorker(change, scoped) ? () => wakeup.wake() : () => undefined;
     const changed = await changeInBatches(this.dataSource, this.tableOf(table), change, scoped, batchSize, wake);
-    if (change === 'abandon' && changed > 0) emit(OUTBOX_EVENTS.abandoned, () => ({ table, count: changed }));
+    if (change === 'abandon' && changed > 0) this.identity.emit(OUTBOX_EVENTS.abandoned, () => ({ table, count: changed }));
     return changed;
   }
 

@@ -20,17 +20,21 @@ export interface TableStats {
 
 /** The outbox in total, and per transport (each dispatched by its own lane). */
 export interface OutboxTableStats extends TableStats {
+  /** The same figures for each transport's rows, by transport name. */
   byTransport: Record<string, TableStats>;
 }
 
 /** The inbox in total, and per consumer. */
 export interface InboxStats extends TableStats {
+  /** The same figures for each consumer's rows, by consumer name. */
   byConsumer: Record<string, TableStats>;
 }
 
 /** A snapshot of both tables, from `OutboxAdmin.stats()`. */
 export interface OutboxStats {
+  /** The outbox table, in total and per transport. */
   outbox: OutboxTableStats;
+  /** The inbox table, in total and per consumer. */
   inbox: InboxStats;
   /** The database's clock when the outbox was counted (the inbox is counted a moment later). */
   at: Date;

@@ -12,8 +12,28 @@ export interface OutboxHealthThresholds {
 
 /** The numbers a health check reports about the tables. */
 export interface OutboxHealthFigures {
-  outbox: { lagMs: number; due: number; inFlight: number; manualRequired: number };
-  inbox: { lagMs: number; due: number; inFlight: number; manualRequired: number };
+  /** The outbox table's figures. */
+  outbox: {
+    /** How long the oldest due row has waited past its time; 0 when none is due. */
+    lagMs: number;
+    /** PENDING and FAILED rows whose next attempt time has passed. */
+    due: number;
+    /** PROCESSING rows. */
+    inFlight: number;
+    /** MANUAL_REQUIRED rows, waiting for an operator. */
+    manualRequired: number;
+  };
+  /** The inbox table's figures. */
+  inbox: {
+    /** How long the oldest due row has waited past its time; 0 when none is due. */
+    lagMs: number;
+    /** PENDING and FAILED rows whose next attempt time has passed. */
+    due: number;
+    /** PROCESSING rows. */
+    inFlight: number;
+    /** MANUAL_REQUIRED rows, waiting for an operator. */
+    manualRequired: number;
+  };
 }
 
 /** The stats a health check reports, without the per-status detail. */

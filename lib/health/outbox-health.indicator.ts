@@ -1,8 +1,12 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
 import { OutboxStats } from '../admin/outbox-stats';
 import { OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { OutboxError } from '../errors';
+import { describeOutbox, namedOutbox } from '../naming/outbox-name';
+import { getOutboxAdminToken, getOutboxTransportsToken } from '../naming/outbox-tokens';
 import type { OutboxTransports } from '../transport/outbox-transports';
 import { healthFigures, OutboxHealthThresholds, thresholdProblems } from './health-problems';
 
@@ -19,6 +23,8 @@ export interface OutboxHealthOptions extends OutboxHealthThresholds {
    * the service's readiness; every transport's state is in the details either way.
    */
   transports?: string[];
+  /** The outbox to check, by its name (`OutboxModule.forRoot({ name })`). Default: the default outbox. */
+  outbox?: string;
 }
 
 /**
@@ -28,19 +34,32 @@ export interface OutboxHealthOptions extends OutboxHealthThresholds {
  * sets; the details carry the figures.
  *
  * Provide it in a module that imports `TerminusModule`, next to `OutboxModule`:
- * `health.check([() => outboxHealth.isHealthy('outbox', { maxLagMs: 60_000 })])`.
+ * `health.check([() => outboxHealth.isHealthy('outbox', { maxLagMs: 60_000 })])`. With several
+ * outboxes, one check per outbox: `isHealthy('billing-outbox', { outbox: 'billing' })`.
  */
 @Injectable()
 export class OutboxHealthIndicator {
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(
     private readonly health: HealthIndicatorService,
-    private readonly admin: OutboxAdmin,
+    private readonly moduleRef: ModuleRef,
+    /** The default outbox's; absent from an application that configures only named outboxes. */
+    @Optional() private readonly admin?: OutboxAdmin,
     @Optional() @Inject(OUTBOX_TRANSPORTS) private readonly transports?: OutboxTransports,
   ) {}
 
+  /**
+   * The check's result under `key`: up with the figures, or down with them and the problems when
+   * the database does not answer in time, a counted transport is unavailable, or a threshold is passed.
+   * @throws OutboxError when the outbox to check (`options.outbox`, or the default one) is not configured
+   */
   async isHealthy(key = 'outbox', options: OutboxHealthOptions = {}): Promise<HealthIndicatorResult> {
     const indicator = this.health.check(key);
-    const states = this.transportStates();
+    const { admin, transports } = this.outboxParts(options.outbox);
+    const states = transportStates(transports);
     const counted = Object.keys(states).filter((name) => !options.transports || options.transports.includes(name));
     const down = counted.filter((name) => states[name] === 'unavailable');
     const transport = down.length > 0 ? 'unavailable' : 'available';
@@ -48,7 +67,7 @@ export class OutboxHealthIndicator {
     const transportDetails: { transport: string; transports?: Record<string, string> } = Object.keys(states).length > 1 ? { transport, transports: states } : { transport };
     let stats: OutboxStats;
     try {
-      stats = await withTimeout(this.admin.stats(), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+      stats = await withTimeout(admin.stats(), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     } catch (error) {
       return indicator.down({ database: 'unreachable', error: error instanceof Error ? error.message : String(error), ...transportDetails });
     }
@@ -60,11 +79,28 @@ export class OutboxHealthIndicator {
     return problems.length > 0 ? indicator.down({ ...details, problems }) : indicator.up(details);
   }
 
-  /** Each configured transport, available or not; one without `isAvailable` is taken to be available, as its lane takes it. */
-  private transportStates(): Record<string, 'available' | 'unavailable'> {
-    const lanes = this.transports?.lanes() ?? [];
-    return Object.fromEntries(lanes.map(({ name, transport }) => [name, transport.isAvailable?.() === false ? 'unavailable' : 'available']));
+  /** The admin and transports of the outbox `name`: the default outbox's as injected, a named one's by its tokens. */
+  private outboxParts(name: string | undefined): { admin: OutboxAdmin; transports?: OutboxTransports } {
+    const named = namedOutbox(name);
+    if (named === undefined) {
+      if (!this.admin) throw new OutboxError('OutboxHealthIndicator: the application configures no default outbox; name the outbox to check, isHealthy(key, { outbox: name })');
+      return { admin: this.admin, transports: this.transports };
+    }
+    try {
+      return {
+        admin: this.moduleRef.get<OutboxAdmin>(getOutboxAdminToken(named), { strict: false }),
+        transports: this.moduleRef.get<OutboxTransports>(getOutboxTransportsToken(named), { strict: false }),
+      };
+    } catch {
+      throw new OutboxError(`OutboxHealthIndicator: ${describeOutbox(named)} is not configured; import OutboxModule.forRoot({ name: ${JSON.stringify(named)}, ... })`);
+    }
   }
+}
+
+/** Each configured transport, available or not; one without `isAvailable` is taken to be available, as its lane takes it. */
+function transportStates(transports: OutboxTransports | undefined): Record<string, 'available' | 'unavailable'> {
+  const lanes = transports?.lanes() ?? [];
+  return Object.fromEntries(lanes.map(({ name, transport }) => [name, transport.isAvailable?.() === false ? 'unavailable' : 'available']));
 }
 
 /** `work`, or a rejection once `timeoutMs` pass first (the statement itself runs on, unobserved). */

@@ -13,13 +13,17 @@ import { golevelup } from '../transport/amqp/golevelup';
 import { InboxConsumers } from './inbox-consumers';
 import { callAsNest, runsMethodAlone } from './direct-call';
 import { guardedErrorHandler } from './guarded-error-handler';
-import { CONSUMER_NAME_MAX_LENGTH, DECLARED_RABBIT_HANDLER, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
+import { CONSUMER_NAME_MAX_LENGTH } from '../message/message-limits';
+import { DECLARED_RABBIT_HANDLER, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
 import { InboxHandlerDefinition, InboxHandlerOptions } from './inbox-handler-options';
 import { safeDeserializer } from './malformed-body';
 import { nestHandlerChain, NestHandlerChain } from './nest-handler-chain';
 import { runStoredDelivery } from './stored-delivery';
 import { unstorableReason } from './storable-text';
 import { resolveSubscription } from './subscription-settings';
+import { OUTBOX_TRANSACTION_HOST, transactionConnectionHint } from '../naming/outbox-transaction-host';
+import { OutboxIdentity } from '../naming/outbox-identity';
+import { chosenOutbox, configuredOutboxes } from '../naming/configured-outboxes';
 
 /**
  * Finds `@InboxHandler()` methods at module init (before golevelup subscribes them at
@@ -32,7 +36,7 @@ import { resolveSubscription } from './subscription-settings';
  */
 @Injectable()
 export class InboxHandlerExplorer implements OnModuleInit {
-  private readonly logger = new Logger('InboxHandler');
+  private readonly logger = new Logger(this.identity.logContext('InboxHandler'));
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -41,20 +45,23 @@ export class InboxHandlerExplorer implements OnModuleInit {
     private readonly contextCreator: ExternalContextCreator,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly consumers: InboxConsumers,
-    @Optional() private readonly transactionHost?: TransactionHost,
+    private readonly identity: OutboxIdentity,
+    @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
   ) {}
 
   onModuleInit(): void {
     const wrappers = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
+    const configured = configuredOutboxes(this.discovery);
     for (const { wrapper, methodName, method, options } of decoratedMethods<InboxHandlerOptions>(wrappers, this.scanner, INBOX_HANDLER_METADATA)) {
-      this.register(wrapper, methodName, method, options);
+      const where = `@InboxHandler on ${wrapper.metatype!.name}.${methodName}`;
+      // Each outbox's explorer sets up its own handlers; every one checks that each handler's outbox exists.
+      if (chosenOutbox(where, options.outbox, configured) === this.identity.name) this.register(wrapper, methodName, method, options, where);
     }
   }
 
-  private register(wrapper: InstanceWrapper, methodName: string, method: object, options: InboxHandlerOptions): void {
-    const where = `@InboxHandler on ${wrapper.metatype!.name}.${methodName}`;
+  private register(wrapper: InstanceWrapper, methodName: string, method: object, options: InboxHandlerOptions, where: string): void {
     if (!this.transactionHost) {
-      throw new OutboxError(`${where} runs handlers in transactions: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)`);
+      throw new OutboxError(`${where} runs handlers in transactions: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)${transactionConnectionHint(this.identity)}`);
     }
     // @RabbitSubscribe() is golevelup's: an @InboxHandler means it is installed.
     const { RABBIT_HANDLER } = golevelup();
@@ -87,6 +94,7 @@ export class InboxHandlerExplorer implements OnModuleInit {
     let chain: NestHandlerChain | undefined;
     const definition: InboxHandlerDefinition = {
       consumer,
+      outbox: this.identity.name,
       mode: options.mode ?? 'transactional',
       bizKey: options.bizKey,
       messageIdFallback: options.messageIdFallback,

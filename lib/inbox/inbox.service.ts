@@ -17,13 +17,15 @@ import { identifyDelivery } from './identify-delivery';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { STARTED_NOTES } from './inbox.messages';
 import { InboxWakeup } from './inbox-wakeup';
-import { emit, errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, runInSpan, startSpanFrom, TracedOperation } from '../observability/outbox-tracing';
 import { printable } from './printable';
 import { RecordingFallback } from './recording-fallback';
 import { isRedelivery } from './redelivery';
 import { allConnections } from './subscription-settings';
 import { deliveryKey } from './unrecordable-delivery';
+import { OUTBOX_TRANSACTION_HOST } from '../naming/outbox-transaction-host';
+import { OutboxIdentity } from '../naming/outbox-identity';
 
 /** Longest a failed delivery is held before it goes back to the broker (transactional mode). */
 const MAX_REDELIVERY_DELAY_MS = 5_000;
@@ -48,7 +50,8 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly wakeup: InboxWakeup,
     private readonly moduleRef: ModuleRef,
-    @Optional() private readonly transactionHost?: TransactionHost,
+    private readonly identity: OutboxIdentity,
+    @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
   ) {
     this.backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs, jitter: options.backoffJitter };
     this.fallback = new RecordingFallback(dataSource, dialect, this.holds, this.logger);
@@ -96,7 +99,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
 
   private async handle(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
     const { row, rejection } = identifyDelivery(handler, payload, message, this.options.inboxMaxBodyBytes);
-    emit(OUTBOX_EVENTS.received, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
+    this.identity.emit(OUTBOX_EVENTS.received, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     if (rejection) return this.reject(row, message, rejection);
     return handler.mode === 'deferred' ? this.store(row, message) : this.processInTransaction(row, message, run);
   }
@@ -118,7 +121,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
         // A row born DONE keeps no body: nobody reads a processed body again, and a kilobyte less
         // per delivery is write volume the handler's transaction does not pay. A failed attempt
         // stores the body (recordFailure), for the operator.
-        const acquired = await this.dialect.acquire(txHost.tx as never, { ...row, payload: '', headers: '{}' }, startMarked);
+        const acquired = await this.dialect.acquire(txHost.tx, { ...row, payload: '', headers: '{}' }, startMarked);
         if (acquired.kind === 'process') {
           await run();
           processed = true;
@@ -137,8 +140,8 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     }
     this.recorded(row, message);
     const { consumer, messageId, type } = row;
-    if (processed) emit(OUTBOX_EVENTS.handled, () => ({ consumer, messageId, type, handlerMs: performance.now() - started }));
-    else emit(OUTBOX_EVENTS.duplicate, () => ({ consumer, messageId, type }));
+    if (processed) this.identity.emit(OUTBOX_EVENTS.handled, () => ({ consumer, messageId, type, handlerMs: performance.now() - started }));
+    else this.identity.emit(OUTBOX_EVENTS.duplicate, () => ({ consumer, messageId, type }));
     return undefined;
   }
 
@@ -174,7 +177,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     }
     this.recorded(row, message);
     if (stored) this.wakeup.wake();
-    else emit(OUTBOX_EVENTS.duplicate, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
+    else this.identity.emit(OUTBOX_EVENTS.duplicate, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     return undefined;
   }
 
@@ -191,8 +194,8 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     if (status === undefined) return undefined; // handled meanwhile by a concurrent delivery
     const subject = `${printable(row.consumer)} failed on message ${printable(row.messageId)}`;
     const event = { table: 'inbox' as const, consumer: row.consumer, messageId: row.messageId, type: row.type, error: description, errorType: errorType(error) };
-    if (status.status === MessageStatus.MANUAL_REQUIRED) emit(OUTBOX_EVENTS.manualRequired, () => ({ ...event, attempts: status.attempts }));
-    else emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...event, attempt: status.attempts }));
+    if (status.status === MessageStatus.MANUAL_REQUIRED) this.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ ...event, attempts: status.attempts }));
+    else this.identity.emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...event, attempt: status.attempts }));
     if (status.status === MessageStatus.MANUAL_REQUIRED) {
       this.logger.error(`${printable(row.consumer)} gave up on message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${description}`);
       return nack(false);
@@ -213,7 +216,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
       return this.fallback.recordingFailed(row, message, error, `recording its rejection (${reason})`);
     }
     this.recorded(row, message);
-    emit(OUTBOX_EVENTS.manualRequired, () => ({ table: 'inbox', consumer: row.consumer, messageId: row.messageId, type: row.type, attempts: 1, error: reason, errorType: 'RejectedDelivery' }));
+    this.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ table: 'inbox', consumer: row.consumer, messageId: row.messageId, type: row.type, attempts: 1, error: reason, errorType: 'RejectedDelivery' }));
     this.logger.error(`${printable(row.consumer)} rejected message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${reason}`);
     return nack(false);
   }

@@ -6,14 +6,17 @@ import { ClaimedInboxMessage, InboxDialect } from '../dialects/inbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
 import { persistently } from '../engine/persistently';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
+import { MessageStatus } from '../message/message-status';
 import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
 import { InboxConsumers } from './inbox-consumers';
 import { InboxWakeup } from './inbox-wakeup';
-import { emit, errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, runInSpan, startSpanFrom } from '../observability/outbox-tracing';
 import { printable } from './printable';
+import { OUTBOX_TRANSACTION_HOST } from '../naming/outbox-transaction-host';
+import { OutboxIdentity } from '../naming/outbox-identity';
 
 const POLL_INTERVAL_NAME = 'nestjs-outbox:inbox';
 
@@ -29,10 +32,14 @@ class ClaimLostError extends Error {}
  */
 @Injectable()
 export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(InboxWorker.name);
+  private readonly logger = new Logger(this.identity.logContext(InboxWorker.name));
   private readonly failurePolicy: FailurePolicy;
   private worker?: ClaimWorker<ClaimedInboxMessage>;
 
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(
     @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(INBOX_DIALECT) private readonly dialect: InboxDialect,
@@ -40,12 +47,14 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     @Inject(OUTBOX_INSTANCE_ID) private readonly instanceId: string,
     private readonly consumers: InboxConsumers,
     private readonly wakeup: InboxWakeup,
-    @Optional() private readonly transactionHost?: TransactionHost,
+    private readonly identity: OutboxIdentity,
+    @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
     this.failurePolicy = failurePolicyFrom(options);
   }
 
+  /** Nest lifecycle hook: starts the worker and its polling where `dispatcherEnabled` and deferred consumers exist. */
   onApplicationBootstrap(): void {
     const consumers = [...this.consumers.deferred.keys()];
     if (consumers.length === 0 || !this.options.dispatcherEnabled || !this.scheduler) return;
@@ -60,7 +69,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       logger: this.logger,
     });
     this.worker = worker;
-    this.scheduler.addInterval(POLL_INTERVAL_NAME, setInterval(() => worker.trigger(), this.options.pollIntervalMs));
+    this.scheduler.addInterval(this.identity.scheduleName(POLL_INTERVAL_NAME), setInterval(() => worker.trigger(), this.options.pollIntervalMs));
     this.wakeup.subscribe(() => worker.trigger());
     worker.trigger();
   }
@@ -70,8 +79,10 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     return (await this.worker?.drain()) ?? 0;
   }
 
+  /** Nest lifecycle hook: stops claiming, waits for the handlers in progress and gives back its claims. */
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduler?.doesExist('interval', POLL_INTERVAL_NAME)) this.scheduler.deleteInterval(POLL_INTERVAL_NAME);
+    const interval = this.identity.scheduleName(POLL_INTERVAL_NAME);
+    if (this.scheduler?.doesExist('interval', interval)) this.scheduler.deleteInterval(interval);
     await this.worker?.stop();
   }
 
@@ -118,7 +129,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       chainError = error;
     }
     if (outcome?.done) {
-      emit(OUTBOX_EVENTS.handled, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type, handlerMs: performance.now() - started }));
+      this.identity.emit(OUTBOX_EVENTS.handled, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type, handlerMs: performance.now() - started }));
       if (chainError !== undefined) {
         this.logger.warn(`${printable(row.consumer)}: message ${printable(row.messageId)} was processed, then the handler chain threw: ${describeError(chainError, 300)}`);
       }
@@ -130,7 +141,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       chainError ??
       new Error('the handler chain returned without reaching @InboxHandler (a guard or an interceptor before it did not call on)');
     if (error instanceof ClaimLostError) {
-      emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'inbox', count: 1 }));
+      this.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'inbox', count: 1 }));
       this.logger.warn(`${printable(row.consumer)}: the claim on message ${printable(row.messageId)} was taken over; its effects were rolled back`);
       return;
     }
@@ -138,9 +149,9 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     // Retried: a lost settle would leave the row PROCESSING until the stuck detector reclaims it.
     await persistently(() => this.dialect.settleFailed(this.dataSource, [settlement]));
     const event = { table: 'inbox' as const, consumer: row.consumer, messageId: row.messageId, type: row.type, error: settlement.error, errorType: errorType(error) };
-    if (settlement.status === 'MANUAL_REQUIRED') emit(OUTBOX_EVENTS.manualRequired, () => ({ ...event, attempts: row.attempts + 1 }));
-    else emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...event, attempt: row.attempts + 1, delayMs: settlement.delayMs }));
-    const outcomeText = settlement.status === 'MANUAL_REQUIRED' ? 'gave up (MANUAL_REQUIRED)' : `retrying in ${settlement.delayMs} ms`;
+    if (settlement.status === MessageStatus.MANUAL_REQUIRED) this.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ ...event, attempts: row.attempts + 1 }));
+    else this.identity.emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...event, attempt: row.attempts + 1, delayMs: settlement.delayMs }));
+    const outcomeText = settlement.status === MessageStatus.MANUAL_REQUIRED ? 'gave up (MANUAL_REQUIRED)' : `retrying in ${settlement.delayMs} ms`;
     this.logger.warn(`${printable(row.consumer)} failed on message ${printable(row.messageId)}, ${outcomeText}: ${settlement.error}`);
   }
 
@@ -150,7 +161,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     const transaction = () =>
       txHost.withTransaction(async () => {
         await runRest();
-        if ((await this.dialect.settleDone(txHost.tx as never, [row])) === 0) throw new ClaimLostError();
+        if ((await this.dialect.settleDone(txHost.tx, [row])) === 0) throw new ClaimLostError();
       });
     // On a single-connection database (SQLite), the concurrent loops' transactions would nest.
     await (this.dialect.runTransactionsOneAtATime ? this.dialect.runTransactionsOneAtATime(transaction) : transaction());

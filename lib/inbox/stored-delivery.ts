@@ -24,5 +24,5 @@ function asConsumeMessage(row: ClaimedInboxMessage): ConsumeMessage {
     content: Buffer.from(row.payload),
     fields: { deliveryTag: 0, redelivered: row.attempts > 0, exchange: row.exchange, routingKey: row.routingKey, consumerTag: '' },
     properties: { messageId: row.messageId, type: row.type || undefined, headers: row.headers } as ConsumeMessage['properties'],
-  } as ConsumeMessage;
+  };
 }

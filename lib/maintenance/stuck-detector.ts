@@ -11,6 +11,7 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
 import { describeError } from '../retry/error-classifier';
+import { OutboxIdentity } from '../naming/outbox-identity';
 
 const CHECK_INTERVAL_NAME = 'nestjs-outbox:stuck-detector';
 const RECLAIM_PAGE = 500;
@@ -19,7 +20,9 @@ const RECLAIM_PAGE = 500;
 export interface StuckCheckReport {
   /** Messages due and waiting to be claimed (delayed ones and retries in backoff are not). */
   backlog: number;
+  /** PROCESSING rows older than `stuckWarnAfterMs`, reclaimed or not. */
   staleProcessing: number;
+  /** PROCESSING rows older than `stuckReclaimAfterMs`, reclaimed as a failed attempt. */
   reclaimed: number;
   /**
    * Outbox messages waiting for a transport this process does not configure, by its name: sent
@@ -37,11 +40,15 @@ export interface StuckCheckReport {
  */
 @Injectable()
 export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(StuckDetector.name);
+  private readonly logger = new Logger(this.identity.logContext(StuckDetector.name));
   private readonly failurePolicy: FailurePolicy;
   private readonly tables: { table: StateTable; wake: () => void }[];
   private checking?: Promise<StuckCheckReport>;
 
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(
     @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(OUTBOX_DIALECT) private readonly outbox: OutboxDialect,
@@ -50,6 +57,7 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     outboxWakeup: OutboxWakeup,
     inboxWakeup: InboxWakeup,
+    private readonly identity: OutboxIdentity,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
     this.failurePolicy = failurePolicyFrom(options);
@@ -59,15 +67,18 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
     ];
   }
 
+  /** Nest lifecycle hook: schedules the check every `stuckCheckIntervalMs` where `dispatcherEnabled`. */
   onApplicationBootstrap(): void {
     // The dispatcher reports a missing ScheduleModule; without it there is nothing to reclaim for.
     if (!this.options.dispatcherEnabled || !this.scheduler) return;
     const timer = setInterval(() => void this.check().catch((error) => this.logger.error(`Stuck check failed: ${describeError(error, 500)}`)), this.options.stuckCheckIntervalMs);
-    this.scheduler.addInterval(CHECK_INTERVAL_NAME, timer);
+    this.scheduler.addInterval(this.identity.scheduleName(CHECK_INTERVAL_NAME), timer);
   }
 
+  /** Nest lifecycle hook: stops the scheduled check. */
   beforeApplicationShutdown(): void {
-    if (this.scheduler?.doesExist('interval', CHECK_INTERVAL_NAME)) this.scheduler.deleteInterval(CHECK_INTERVAL_NAME);
+    const interval = this.identity.scheduleName(CHECK_INTERVAL_NAME);
+    if (this.scheduler?.doesExist('interval', interval)) this.scheduler.deleteInterval(interval);
   }
 
   /** Runs one check (never two at once) and returns what it found. */

@@ -26,18 +26,35 @@ export const OUTBOX_EVENTS = {
   handled: 'nestjs-outbox:handled',
 } as const;
 
-/** Which table an event is about. */
+/**
+ * Which table an event is about.
+ * @inline
+ */
 export type OutboxTable = 'outbox' | 'inbox';
 
-export interface PublishedEvent {
+/** What every event carries: which outbox it is about, in an application with several. */
+export interface OutboxEventScope {
+  /** The outbox's name (`OutboxModule.forRoot({ name })`); absent for the default outbox. */
+  outbox?: string;
+}
+
+/** The payload of {@link OUTBOX_EVENTS}`.published`: an outbox message was stored. */
+export interface PublishedEvent extends OutboxEventScope {
+  /** The message's id (sent as the AMQP `messageId`). */
   messageId: string;
+  /** The message's `type`. */
   type: string;
+  /** The name of the transport that will send it. */
   transport: string;
 }
 
-export interface SentEvent {
+/** The payload of {@link OUTBOX_EVENTS}`.sent`: a transport took responsibility for a message. */
+export interface SentEvent extends OutboxEventScope {
+  /** The message's id. */
   messageId: string;
+  /** The message's `type`. */
   type: string;
+  /** The name of the transport that sent it. */
   transport: string;
   /** 1 for the first attempt. */
   attempt: number;
@@ -47,17 +64,23 @@ export interface SentEvent {
   publishToSentMs: number;
 }
 
-export interface RetryScheduledEvent {
+/** The payload of {@link OUTBOX_EVENTS}`.retryScheduled`: a failed attempt will be retried. */
+export interface RetryScheduledEvent extends OutboxEventScope {
+  /** Whether an outbox message or an inbox delivery failed. */
   table: OutboxTable;
+  /** The message's id. */
   messageId: string;
+  /** The message's `type`. */
   type: string;
   /** The outbox message's transport, or the inbox delivery's consumer. */
   transport?: string;
+  /** The inbox consumer, for an inbox delivery. */
   consumer?: string;
   /** The attempt that failed. */
   attempt: number;
   /** The wait before the next attempt, where known (the inbox's transactional mode hands the delivery back to the broker). */
   delayMs?: number;
+  /** The error's message, as stored in `last_error`. */
   error: string;
   /** The error's class name, e.g. `SendTimeoutError`. */
   errorType: string;
@@ -65,13 +88,21 @@ export interface RetryScheduledEvent {
   sendMs?: number;
 }
 
-export interface ManualRequiredEvent {
+/** The payload of {@link OUTBOX_EVENTS}`.manualRequired`: a message or delivery was given up on. */
+export interface ManualRequiredEvent extends OutboxEventScope {
+  /** Whether an outbox message or an inbox delivery was given up on. */
   table: OutboxTable;
+  /** The message's id. */
   messageId: string;
+  /** The message's `type`. */
   type: string;
+  /** The outbox message's transport. */
   transport?: string;
+  /** The inbox consumer, for an inbox delivery. */
   consumer?: string;
+  /** The attempts counted on the row. */
   attempts: number;
+  /** The error's message, as stored in `last_error`. */
   error: string;
   /** The error's class name, e.g. `NonRetryableError`. */
   errorType: string;
@@ -79,29 +110,44 @@ export interface ManualRequiredEvent {
   sendMs?: number;
 }
 
-export interface AbandonedEvent {
+/** The payload of {@link OUTBOX_EVENTS}`.abandoned`: messages were abandoned. */
+export interface AbandonedEvent extends OutboxEventScope {
+  /** The table whose rows were abandoned. */
   table: OutboxTable;
+  /** How many rows were abandoned. */
   count: number;
 }
 
-export interface ClaimLostEvent {
+/** The payload of {@link OUTBOX_EVENTS}`.claimLost`: settles found their claims taken over. */
+export interface ClaimLostEvent extends OutboxEventScope {
+  /** The table whose claims were lost. */
   table: OutboxTable;
   /** The outbox lane, where the claim was an outbox dispatch. */
   transport?: string;
+  /** How many settles changed nothing. */
   count: number;
 }
 
-export interface ReceivedEvent {
+/** The payload of {@link OUTBOX_EVENTS}`.received`: a delivery or webhook reached an inbox consumer. */
+export interface ReceivedEvent extends OutboxEventScope {
+  /** The inbox consumer. */
   consumer: string;
+  /** The delivery's identity (its `messageId`, or the derived id the inbox stores). */
   messageId: string;
+  /** The delivery's `type`. */
   type: string;
 }
 
+/** The payload of {@link OUTBOX_EVENTS}`.duplicate`: the same fields as a received delivery. */
 export type DuplicateEvent = ReceivedEvent;
 
-export interface HandledEvent {
+/** The payload of {@link OUTBOX_EVENTS}`.handled`: an inbox handler's effects committed. */
+export interface HandledEvent extends OutboxEventScope {
+  /** The inbox consumer. */
   consumer: string;
+  /** The delivery's identity. */
   messageId: string;
+  /** The delivery's `type`. */
   type: string;
   /** How long the handler and its transaction took. */
   handlerMs: number;
@@ -109,17 +155,27 @@ export interface HandledEvent {
 
 /** The payload of each event, by channel name. */
 export interface OutboxEventMap {
+  /** See {@link PublishedEvent}. */
   [OUTBOX_EVENTS.published]: PublishedEvent;
+  /** See {@link SentEvent}. */
   [OUTBOX_EVENTS.sent]: SentEvent;
+  /** See {@link RetryScheduledEvent}. */
   [OUTBOX_EVENTS.retryScheduled]: RetryScheduledEvent;
+  /** See {@link ManualRequiredEvent}. */
   [OUTBOX_EVENTS.manualRequired]: ManualRequiredEvent;
+  /** See {@link AbandonedEvent}. */
   [OUTBOX_EVENTS.abandoned]: AbandonedEvent;
+  /** See {@link ClaimLostEvent}. */
   [OUTBOX_EVENTS.claimLost]: ClaimLostEvent;
+  /** See {@link ReceivedEvent}. */
   [OUTBOX_EVENTS.received]: ReceivedEvent;
+  /** See {@link DuplicateEvent}. */
   [OUTBOX_EVENTS.duplicate]: DuplicateEvent;
+  /** See {@link HandledEvent}. */
   [OUTBOX_EVENTS.handled]: HandledEvent;
 }
 
+/** The name of an event channel: a value of {@link OUTBOX_EVENTS}. */
 export type OutboxEventName = keyof OutboxEventMap;
 
 /**

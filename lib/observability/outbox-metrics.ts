@@ -7,7 +7,9 @@ import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
 import { openTelemetryIfInstalled } from './opentelemetry';
-import { OUTBOX_EVENTS, OutboxEventMap, OutboxEventName } from './outbox-events';
+import { OUTBOX_EVENTS, OutboxEventMap, OutboxEventName, OutboxEventScope } from './outbox-events';
+import { OutboxIdentity } from '../naming/outbox-identity';
+import { OUTBOX_ADMIN } from '../naming/public-providers';
 
 /** The meter's name and the attribute keys of the library's metrics. */
 export const METER_NAME = 'nestjs-outbox';
@@ -15,6 +17,8 @@ const TABLE = 'outbox.table';
 const TRANSPORT = 'outbox.transport';
 const CONSUMER = 'messaging.consumer.group.name';
 const STATUS = 'outbox.status';
+/** Set only on a named outbox's metrics: the default outbox's keep the attributes they always had. */
+const OUTBOX_NAME = 'outbox.name';
 /** Bucket bounds in seconds, from a millisecond to a minute (the SDK's default bounds are made for milliseconds). */
 const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -47,15 +51,18 @@ interface Instruments {
  */
 @Injectable()
 export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
-  private readonly logger = new Logger(OutboxMetrics.name);
+  private readonly logger = new Logger(this.identity.logContext(OutboxMetrics.name));
   private readonly subscriptions: [string, (message: unknown) => void][] = [];
   private meter?: Meter;
   private collectStats?: (result: BatchObservableResult) => Promise<void>;
   private observables: ObservableGauge[] = [];
+  /** Laid over every recorded attribute set: a named outbox's name, nothing for the default outbox. */
+  private readonly outboxAttributes: Attributes = this.identity.name === undefined ? {} : { [OUTBOX_NAME]: this.identity.name };
 
   constructor(
-    private readonly admin: OutboxAdmin,
+    @Inject(OUTBOX_ADMIN) private readonly admin: OutboxAdmin,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
+    private readonly identity: OutboxIdentity,
   ) {}
 
   onModuleInit(): void {
@@ -79,8 +86,9 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
   }
 
   private createInstruments(meter: Meter): Instruments {
-    const counter = (name: string, description: string) => meter.createCounter(name, { description, unit: '{message}' });
-    const seconds = (name: string, description: string) => meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: SECONDS_BUCKETS } });
+    const counter = (name: string, description: string) => counterWith(meter.createCounter(name, { description, unit: '{message}' }), this.outboxAttributes);
+    const seconds = (name: string, description: string) =>
+      histogramWith(meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: SECONDS_BUCKETS } }), this.outboxAttributes);
     return {
       published: counter('outbox.messages.published', 'Outbox messages stored by publish() (counted in the publishing transaction, which may still roll back)'),
       sent: counter('outbox.messages.sent', 'Outbox messages a transport took responsibility for'),
@@ -103,13 +111,19 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
   private listen(m: Instruments): void {
     const scope = (event: { transport?: string; consumer?: string }): Attributes =>
       event.consumer !== undefined ? { [CONSUMER]: event.consumer } : { [TRANSPORT]: event.transport ?? '' };
-    this.on(OUTBOX_EVENTS.published, (e) => m.published.add(1, { [TRANSPORT]: e.transport }));
     const SEND = { 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' };
+    const PROCESS = { 'messaging.operation.type': 'process', 'messaging.operation.name': 'process' };
+    // The hot events' attribute sets, built once per transport or consumer rather than per message.
+    const ofTransport = memoized((transport: string): Attributes => ({ [TRANSPORT]: transport }));
+    const ofSend = memoized((transport: string): Attributes => ({ [TRANSPORT]: transport, ...SEND }));
+    const ofConsumer = memoized((consumer: string): Attributes => ({ [CONSUMER]: consumer }));
+    const ofProcess = memoized((consumer: string): Attributes => ({ [CONSUMER]: consumer, ...PROCESS }));
+    this.on(OUTBOX_EVENTS.published, (e) => m.published.add(1, ofTransport(e.transport)));
     this.on(OUTBOX_EVENTS.sent, (e) => {
-      const attributes = { [TRANSPORT]: e.transport };
+      const attributes = ofTransport(e.transport);
       m.sent.add(1, attributes);
       m.publishToSent.record(e.publishToSentMs / 1_000, attributes);
-      m.sendDuration.record(e.sendMs / 1_000, { ...attributes, ...SEND });
+      m.sendDuration.record(e.sendMs / 1_000, ofSend(e.transport));
     });
     // A failed send's duration is recorded with its error.type, as the conventions ask.
     const failedSend = (e: { sendMs?: number; transport?: string; errorType: string }) => {
@@ -125,16 +139,19 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
     });
     this.on(OUTBOX_EVENTS.abandoned, (e) => m.abandoned.add(e.count, { [TABLE]: e.table }));
     this.on(OUTBOX_EVENTS.claimLost, (e) => m.claimsLost.add(e.count, { [TABLE]: e.table }));
-    this.on(OUTBOX_EVENTS.received, (e) => m.received.add(1, { [CONSUMER]: e.consumer }));
-    this.on(OUTBOX_EVENTS.duplicate, (e) => m.duplicates.add(1, { [CONSUMER]: e.consumer }));
+    this.on(OUTBOX_EVENTS.received, (e) => m.received.add(1, ofConsumer(e.consumer)));
+    this.on(OUTBOX_EVENTS.duplicate, (e) => m.duplicates.add(1, ofConsumer(e.consumer)));
     this.on(OUTBOX_EVENTS.handled, (e) => {
-      m.handled.add(1, { [CONSUMER]: e.consumer });
-      m.processDuration.record(e.handlerMs / 1_000, { [CONSUMER]: e.consumer, 'messaging.operation.type': 'process', 'messaging.operation.name': 'process' });
+      m.handled.add(1, ofConsumer(e.consumer));
+      m.processDuration.record(e.handlerMs / 1_000, ofProcess(e.consumer));
     });
   }
 
   private on<N extends OutboxEventName>(name: N, record: (event: OutboxEventMap[N]) => void): void {
+    const outbox = this.identity.name;
     const listener = (message: unknown) => {
+      // The channels are the process's: each outbox's metrics record only its own events.
+      if ((message as OutboxEventScope).outbox !== outbox) return;
       try {
         record(message as OutboxEventMap[N]);
       } catch (error) {
@@ -156,10 +173,35 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
       return;
     }
     const observe = (table: 'outbox' | 'inbox', attributes: Attributes, figures: TableStats) => {
-      for (const [status, count] of Object.entries(figures.counts)) result.observe(m.rows, count, { [TABLE]: table, [STATUS]: status, ...attributes });
-      result.observe(m.lag, figures.lagMs / 1_000, { [TABLE]: table, ...attributes });
+      for (const [status, count] of Object.entries(figures.counts)) result.observe(m.rows, count, { [TABLE]: table, [STATUS]: status, ...attributes, ...this.outboxAttributes });
+      result.observe(m.lag, figures.lagMs / 1_000, { [TABLE]: table, ...attributes, ...this.outboxAttributes });
     };
     for (const [transport, figures] of Object.entries(stats.outbox.byTransport)) observe('outbox', { [TRANSPORT]: transport }, figures);
     for (const [consumer, figures] of Object.entries(stats.inbox.byConsumer)) observe('inbox', { [CONSUMER]: consumer }, figures);
   }
+}
+
+/**
+ * `build` remembered per key. Keys are transport and consumer names, a handful per application
+ * (they are the metrics' own cardinality), so the map stays as small as the exported series.
+ */
+function memoized(build: (key: string) => Attributes): (key: string) => Attributes {
+  const built = new Map<string, Attributes>();
+  return (key) => {
+    let attributes = built.get(key);
+    if (!attributes) built.set(key, (attributes = build(key)));
+    return attributes;
+  };
+}
+
+/** `counter`, recording `extra` with every value. */
+function counterWith(counter: Counter, extra: Attributes): Counter {
+  if (Object.keys(extra).length === 0) return counter;
+  return { add: (value, attributes, context) => counter.add(value, { ...attributes, ...extra }, context) };
+}
+
+/** `histogram`, recording `extra` with every value. */
+function histogramWith(histogram: Histogram, extra: Attributes): Histogram {
+  if (Object.keys(extra).length === 0) return histogram;
+  return { record: (value, attributes, context) => histogram.record(value, { ...attributes, ...extra }, context) };
 }

@@ -25,8 +25,12 @@ export interface OutboxLaneOptions {
 /** A transport class, or one with its lane's settings. */
 export type OutboxTransportEntry = Type<OutboxTransport> | OutboxLaneOptions;
 
-/** A configured lane: its transport's name and class, and the settings it overrides. */
+/**
+ * A configured lane: its transport's name and class, and the settings it overrides.
+ * @inline
+ */
 export interface LaneSpec extends OutboxLaneOptions {
+  /** The transport's name, as given in `transports` (or `default`). */
   name: string;
 }
 

@@ -1,6 +1,7 @@
 import { OutboxOptionsError } from '../errors';
 import type { OutboxModuleStaticOptions } from '../outbox-module-definition';
 import { laneOptionProblems } from './transport-lanes';
+import { outboxNameProblem } from '../naming/outbox-name';
 import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, tableNameProblem, tableNamesClash, TableNames } from './table-names';
 
 /**
@@ -19,6 +20,11 @@ export function staticOptionProblems(statics: OutboxModuleStaticOptions): string
   problems.push(...laneOptionProblems(statics, transportProblem));
   if (statics.dataSourceName !== undefined && (typeof statics.dataSourceName !== 'string' || statics.dataSourceName === '')) {
     problems.push(`dataSourceName must be the name of a TypeORM DataSource (a non-empty string), got ${describe(statics.dataSourceName)}`);
+  }
+  const name = outboxNameProblem('name', statics.name);
+  if (name) problems.push(name);
+  if (statics.transactionConnectionName !== undefined && (typeof statics.transactionConnectionName !== 'string' || statics.transactionConnectionName === '')) {
+    problems.push(`transactionConnectionName must be the connectionName of a ClsPluginTransactional (a non-empty string), got ${describe(statics.transactionConnectionName)}`);
   }
   if (statics.isGlobal !== undefined && typeof statics.isGlobal !== 'boolean') {
     problems.push(`isGlobal must be true or false, got ${describe(statics.isGlobal)}`);
@@ -47,7 +53,7 @@ function transportProblem(option: string, transport: unknown): string | undefine
     return `${expected}; class ${transport.name || '(anonymous)'} has no send() method (declare send as a method, not as a property holding a function)`;
   }
   if (transport !== null && typeof transport === 'object') {
-    const constructorName = (transport as object).constructor?.name;
+    const constructorName = transport.constructor?.name;
     if (constructorName && constructorName !== 'Object') {
       return `${expected}; got an instance of ${constructorName}: pass the class itself (${option}: ${constructorName}) and let Nest create it`;
     }

@@ -6,14 +6,18 @@ import { persistently } from '../engine/persistently';
 import { FailurePolicy, settleBatch } from '../engine/settlement';
 import { FailedSettlement } from '../engine/state-table';
 import { MessageStatus } from '../message/message-status';
-import { emit, errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
 import { OutboxTransport } from '../transport/outbox-transport';
+import { OutboxIdentity } from '../naming/outbox-identity';
 
 /** Counters since start-up, for monitoring and tests. */
 export interface DispatcherStats {
+  /** Messages claimed. */
   claimed: number;
+  /** Messages the transport acknowledged (DONE). */
   sent: number;
+  /** Failed attempts (FAILED, or MANUAL_REQUIRED). */
   failed: number;
   /** Given back unattempted: the transport could not send them (disconnected, blocked). */
   released: number;
@@ -32,6 +36,8 @@ export interface DispatchLaneSpec {
   dialect: OutboxDialect;
   instanceId: string;
   failurePolicy: FailurePolicy;
+  /** The outbox the lane dispatches for: its events and log context carry its name. */
+  identity: OutboxIdentity;
 }
 
 /**
@@ -54,7 +60,7 @@ export class DispatchLane {
   private paused = false;
 
   constructor(private readonly spec: DispatchLaneSpec) {
-    this.logger = new Logger(`OutboxDispatcher:${spec.name}`);
+    this.logger = new Logger(spec.identity.logContext(`OutboxDispatcher:${spec.name}`));
     const { dataSource, dialect, transport, instanceId, name } = spec;
     this.worker = new ClaimWorker({
       dataSource,
@@ -95,7 +101,7 @@ export class DispatchLane {
   }
 
   private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {
-    const { transport, dialect, dataSource } = this.spec;
+    const { dialect, dataSource } = this.spec;
     // Timed only for a listener: the events are free when nobody subscribes.
     const sendMs = listening(OUTBOX_EVENTS.sent, OUTBOX_EVENTS.retryScheduled, OUTBOX_EVENTS.manualRequired) ? new Array<number>(claimed.length) : undefined;
     const results = await Promise.allSettled(
@@ -119,7 +125,7 @@ export class DispatchLane {
     const now = Date.now();
     claimed.forEach((message, index) => {
       if (results[index].status !== 'fulfilled') return;
-      emit(OUTBOX_EVENTS.sent, () => ({
+      this.spec.identity.emit(OUTBOX_EVENTS.sent, () => ({
         messageId: message.messageId,
         type: message.type,
         transport,
@@ -142,10 +148,10 @@ export class DispatchLane {
         errorType: errorType(result.status === 'rejected' ? result.reason : undefined),
         sendMs: sendMs?.[index],
       };
-      if (settlement.status === MessageStatus.MANUAL_REQUIRED) emit(OUTBOX_EVENTS.manualRequired, () => ({ ...common, attempts: message.attempts + 1 }));
-      else emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...common, attempt: message.attempts + 1, delayMs: settlement.delayMs }));
+      if (settlement.status === MessageStatus.MANUAL_REQUIRED) this.spec.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ ...common, attempts: message.attempts + 1 }));
+      else this.spec.identity.emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...common, attempt: message.attempts + 1, delayMs: settlement.delayMs }));
     }
-    if (lost > 0) emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'outbox', transport, count: lost }));
+    if (lost > 0) this.spec.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'outbox', transport, count: lost }));
   }
 
   /**

@@ -9,6 +9,7 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxTransports } from '../transport/outbox-transports';
 import { DispatcherStats, DispatchLane } from './dispatch-lane';
 import { OutboxWakeup } from './outbox-wakeup';
+import { OutboxIdentity } from '../naming/outbox-identity';
 
 export type { DispatcherStats } from './dispatch-lane';
 
@@ -26,6 +27,10 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
   private readonly pollIntervals = new Map<string, number>();
   private readonly unsubscribe: (() => void)[] = [];
 
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(
     @Inject(OUTBOX_WORKER_DATA_SOURCE) dataSource: DataSource,
     @Inject(OUTBOX_DIALECT) dialect: OutboxDialect,
@@ -33,6 +38,7 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Inject(OUTBOX_INSTANCE_ID) instanceId: string,
     private readonly wakeup: OutboxWakeup,
+    private readonly identity: OutboxIdentity,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
     const failurePolicy = failurePolicyFrom(options);
@@ -48,6 +54,7 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
         dialect,
         instanceId,
         failurePolicy,
+        identity,
       });
     });
   }
@@ -66,16 +73,18 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
     return Object.fromEntries(this.lanes.map((lane) => [lane.name, { ...lane.stats }]));
   }
 
+  /** Nest lifecycle hook: fails the start-up when the dispatcher is enabled without `ScheduleModule`. */
   onModuleInit(): void {
     if (this.options.dispatcherEnabled && !this.scheduler) {
       throw new OutboxError('OutboxModule dispatches on @nestjs/schedule: add ScheduleModule.forRoot() to your application imports (or set dispatcherEnabled: false)');
     }
   }
 
+  /** Nest lifecycle hook: starts every lane's polling and wake-ups where `dispatcherEnabled`. */
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.dispatcherEnabled || !this.scheduler) return;
     for (const lane of this.lanes) {
-      this.scheduler.addInterval(intervalName(lane.name), setInterval(() => lane.resume(), this.pollIntervals.get(lane.name)));
+      this.scheduler.addInterval(this.intervalName(lane.name), setInterval(() => lane.resume(), this.pollIntervals.get(lane.name)));
       // A backlog that waited for its transport is sent as soon as it is back, not at the next poll.
       const transport = this.transports.get(lane.name)!;
       if (transport.onAvailable) this.unsubscribe.push(transport.onAvailable(() => lane.resume()));
@@ -101,16 +110,18 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
     return claimed.reduce((sum, n) => sum + n, 0);
   }
 
+  /** Nest lifecycle hook: stops claiming, lets the sends in flight settle, then releases what is still claimed. */
   async beforeApplicationShutdown(): Promise<void> {
     for (const unsubscribe of this.unsubscribe.splice(0)) unsubscribe();
     for (const lane of this.lanes) {
-      if (this.scheduler?.doesExist('interval', intervalName(lane.name))) this.scheduler.deleteInterval(intervalName(lane.name));
+      const interval = this.intervalName(lane.name);
+      if (this.scheduler?.doesExist('interval', interval)) this.scheduler.deleteInterval(interval);
     }
     await Promise.all(this.lanes.map((lane) => lane.stop()));
   }
-}
 
-/** The scheduler's name of a lane's polling interval. */
-function intervalName(lane: string): string {
-  return `${POLL_INTERVAL_PREFIX}:${lane}`;
+  /** The scheduler's name of a lane's polling interval, of this outbox. */
+  private intervalName(lane: string): string {
+    return this.identity.scheduleName(`${POLL_INTERVAL_PREFIX}:${lane}`);
+  }
 }

@@ -10,10 +10,12 @@ import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS }
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxTransports } from '../transport/outbox-transports';
 import { OutboxMessageInvalidError } from '../errors';
-import { emit, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { OUTBOX_EVENTS } from '../observability/outbox-events';
 import { activeTraceHeaders } from '../observability/outbox-tracing';
 import { transportOf } from './message-router';
 import { OutboxWakeup } from './outbox-wakeup';
+import { OUTBOX_TRANSACTION_HOST } from '../naming/outbox-transaction-host';
+import { OutboxIdentity } from '../naming/outbox-identity';
 
 /**
  * Writes messages into the outbox as part of the caller's transaction, so a message exists
@@ -21,13 +23,18 @@ import { OutboxWakeup } from './outbox-wakeup';
  */
 @Injectable()
 export class OutboxService {
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Inject(OUTBOX_TRANSPORTS) private readonly transports: OutboxTransports,
     private readonly wakeup: OutboxWakeup,
-    @Optional() private readonly transactionHost?: TransactionHost,
+    private readonly identity: OutboxIdentity,
+    @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
   ) {}
 
   /**
@@ -51,7 +58,7 @@ export class OutboxService {
       return { messageId: existing ?? row.messageId, duplicate: true };
     }
     await this.wakeup.published(manager, transport);
-    emit(OUTBOX_EVENTS.published, () => ({ messageId: row.messageId, type: row.type, transport }));
+    this.identity.emit(OUTBOX_EVENTS.published, () => ({ messageId: row.messageId, type: row.type, transport }));
     return { messageId: row.messageId, duplicate: false };
   }
 
@@ -68,13 +75,13 @@ export class OutboxService {
     const key = columnText('bizKey', bizKey);
     const kind = type === undefined ? undefined : shortStringText('type', type, false);
     const abandoned = await this.dialect.cancel(this.transactionManager('cancel', options), key, kind);
-    if (abandoned > 0) emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'outbox', count: abandoned }));
+    if (abandoned > 0) this.identity.emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'outbox', count: abandoned }));
     return abandoned;
   }
 
   private transactionManager(operation: string, options: OutboxWriteOptions | undefined): EntityManager {
     const manager =
-      options?.manager ?? (this.transactionHost?.isTransactionActive() ? (this.transactionHost.tx as EntityManager) : undefined);
+      options?.manager ?? (this.transactionHost?.isTransactionActive() ? this.transactionHost.tx : undefined);
     if (!manager?.queryRunner?.isTransactionActive) throw new OutboxOutsideTransactionError(operation);
     if (manager.connection !== this.dataSource) {
       throw new OutboxError(`${operation}() was given a transaction of another DataSource than the outbox's; the message would not commit atomically with it`);

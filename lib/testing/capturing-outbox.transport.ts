@@ -11,7 +11,9 @@ export interface CapturedMessage<T = unknown> extends Omit<OutgoingMessage, 'pay
 
 /** A send the transport failed because a test asked it to. */
 export interface FailedSend {
+  /** The message whose send failed. */
   message: OutgoingMessage;
+  /** The error the send failed with. */
   error: Error;
 }
 

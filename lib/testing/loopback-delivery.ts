@@ -9,14 +9,17 @@ export type LoopbackOutcome = 'ack' | 'requeue' | 'dead-letter' | 'error';
 
 /** One delivery of a captured message to one `@InboxHandler()`. */
 export interface LoopbackDelivery {
+  /** The captured message that was delivered. */
   message: CapturedMessage;
   /** The handler's inbox consumer name. */
   consumer: string;
   /** `ClassName.method`. */
   handler: string;
+  /** The queue of the handler's `@RabbitSubscribe()`. */
   queue: string;
   /** 1 for the first delivery of the message to this queue, 2 for its redelivery, … */
   delivery: number;
+  /** Whether the delivery carried the broker's `redelivered` flag (every delivery after the first). */
   redelivered: boolean;
   /**
    * `ack`: processed, stored (deferred mode) or recognised as a duplicate; `requeue`: Nack(true),
@@ -24,6 +27,7 @@ export interface LoopbackDelivery {
    * `error`: the handler's chain threw before the inbox answered (a guard, a pipe).
    */
   outcome: LoopbackOutcome;
+  /** What the handler's chain threw, for the `error` outcome. */
   error?: unknown;
 }
 

@@ -1,7 +1,10 @@
-import type { INestApplicationContext } from '@nestjs/common';
+import type { INestApplicationContext, InjectionToken } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OutboxError } from '../errors';
 import { InboxWorker } from '../inbox/inbox.worker';
+import { describeOutbox, namedOutbox } from '../naming/outbox-name';
+import { outboxPart } from './outbox-parts';
+import { getInboxWorkerToken, getOutboxDispatcherToken } from '../naming/outbox-tokens';
 import { OUTBOX_OPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import type { OutboxTransports } from '../transport/outbox-transports';
 import type { OutboxModuleOptions } from '../options/outbox-module-options';
@@ -33,6 +36,16 @@ export interface FlushOptions {
    * in one flush; with production backoffs the flush returns and the retries stay scheduled.
    */
   waitForRetriesUpToMs?: number;
+}
+
+/** Settings of `OutboxTestKit.from()`: the outbox the kit runs, and the defaults of every flush. */
+export interface OutboxTestKitOptions extends FlushOptions {
+  /**
+   * The outbox the kit runs, by its name (`OutboxModule.forRoot({ name })`): its dispatcher,
+   * transports and deferred inbox worker, and (when delivering) the `@InboxHandler()` methods of
+   * that outbox. Default: the default outbox.
+   */
+  outbox?: string;
 }
 
 /** What one `flush()` did. */
@@ -82,21 +95,26 @@ export class OutboxTestKit {
     private readonly app: INestApplicationContext,
     private readonly state: KitState,
     private readonly defaults: Required<FlushOptions>,
+    /** The named outbox the kit runs; undefined for the default outbox. */
+    private readonly outbox: string | undefined,
   ) {}
 
   /** A kit on an initialised application (`await app.init()` or `module.init()` first). */
-  static from(app: INestApplicationContext, options: FlushOptions = {}): OutboxTestKit {
+  static from(app: INestApplicationContext, options: OutboxTestKitOptions = {}): OutboxTestKit {
     let state = states.get(app);
     if (!state) states.set(app, (state = new KitState()));
-    return new OutboxTestKit(app, state, { ...DEFAULTS, ...options });
+    const { outbox, ...flushDefaults } = options;
+    return new OutboxTestKit(app, state, { ...DEFAULTS, ...flushDefaults }, namedOutbox(outbox));
   }
 
   /** The application's transport; fails unless it is `CapturingOutboxTransport`. */
   get transport(): CapturingOutboxTransport {
-    const transport = this.app.get(OUTBOX_TRANSPORT, { strict: false }) as unknown;
+    const transport = this.part<unknown>(OUTBOX_TRANSPORT);
     if (!(transport instanceof CapturingOutboxTransport)) {
+      const whose = this.outbox === undefined ? "The application's outbox transport" : `The transport of ${describeOutbox(this.outbox)}`;
+      const name = this.outbox === undefined ? '' : `name: ${JSON.stringify(this.outbox)}, `;
       throw new OutboxTestKitError(
-        `The application's outbox transport is ${(transport as object)?.constructor?.name ?? String(transport)}, not CapturingOutboxTransport: import OutboxModule.forRoot({ transport: CapturingOutboxTransport }) in the test`,
+        `${whose} is ${(transport as object)?.constructor?.name ?? String(transport)}, not CapturingOutboxTransport: import OutboxModule.forRoot({ ${name}transport: CapturingOutboxTransport }) in the test`,
       );
     }
     return transport;
@@ -107,7 +125,7 @@ export class OutboxTestKit {
    * `transport` is the default one.
    */
   transportOf(name: string): CapturingOutboxTransport {
-    const transports = this.app.get<OutboxTransports>(OUTBOX_TRANSPORTS, { strict: false });
+    const transports = this.part<OutboxTransports>(OUTBOX_TRANSPORTS);
     const transport = transports.get(name) as unknown;
     if (!(transport instanceof CapturingOutboxTransport)) {
       const found = transport === undefined ? `not configured (transports: ${transports.names().join(', ')})` : `${(transport as object).constructor?.name}, not CapturingOutboxTransport`;
@@ -136,8 +154,8 @@ export class OutboxTestKit {
    */
   async flush(options: FlushOptions = {}): Promise<FlushResult> {
     const settings = { ...this.defaults, ...options };
-    const dispatcher = this.app.get(OutboxDispatcher, { strict: false });
-    const inboxWorker = this.app.get(InboxWorker, { strict: false });
+    const dispatcher = this.part<OutboxDispatcher>(getOutboxDispatcherToken(this.outbox));
+    const inboxWorker = this.part<InboxWorker>(getInboxWorkerToken(this.outbox));
     const result: FlushResult = { rounds: 0, sent: 0, delivered: 0, inboxRuns: 0 };
     const retryWaitMs = this.longestRetryDelayMs();
     /** Set by a round that saw attempts fail (or deferred runs, which may have): their retries may be due soon. */
@@ -196,19 +214,18 @@ export class OutboxTestKit {
 
   /** The longest delay before a failed attempt is due again (backoffMaxMs plus its jitter). */
   private longestRetryDelayMs(): number {
-    const options = this.app.get<OutboxModuleOptions>(OUTBOX_OPTIONS, { strict: false });
+    const options = this.part<OutboxModuleOptions>(OUTBOX_OPTIONS);
     return Math.ceil(options.backoffMaxMs * (1 + options.backoffJitter));
   }
 
   /** Hands what every capturing transport captured since the last look to the inbox handlers, if asked. */
   private async deliverCaptured(settings: Required<FlushOptions>): Promise<number> {
-    const transport = this.app.get(OUTBOX_TRANSPORT, { strict: false }) as unknown;
+    const transport = this.part<unknown>(OUTBOX_TRANSPORT);
     if (!(transport instanceof CapturingOutboxTransport)) {
       if (settings.deliverToInboxHandlers) void this.transport; // throws, naming what to import
       return 0;
     }
-    const capturing = this.app
-      .get<OutboxTransports>(OUTBOX_TRANSPORTS, { strict: false })
+    const capturing = this.part<OutboxTransports>(OUTBOX_TRANSPORTS)
       .lanes()
       .map((lane) => lane.transport)
       .filter((lane): lane is CapturingOutboxTransport => lane instanceof CapturingOutboxTransport);
@@ -230,6 +247,8 @@ export class OutboxTestKit {
     this.state.subscriptions ??= inboxSubscriptions(this.app);
     const queues = new Map<string, InboxSubscription[]>();
     for (const subscription of this.state.subscriptions) {
+      // Another outbox's handlers receive what that outbox's kit delivers.
+      if (subscription.definition.outbox !== this.outbox) continue;
       const matches = subscription.bindings.some(
         (binding) =>
           binding.exchange === message.exchange &&
@@ -243,6 +262,15 @@ export class OutboxTestKit {
     return [...queues.values()];
   }
 
+  /** A provider of the kit's outbox, by the token it has inside its module. */
+  private part<T>(token: InjectionToken): T {
+    try {
+      return outboxPart<T>(this.app, this.outbox, token);
+    } catch (error) {
+      throw new OutboxTestKitError((error as Error).message);
+    }
+  }
+
   /** Handlers of one queue take turns, as a broker's consumers of one queue do. */
   private nextTurn(queue: InboxSubscription[]): InboxSubscription {
     const key = queue[0].queueKey;
@@ -253,6 +281,6 @@ export class OutboxTestKit {
 }
 
 /** `OutboxTestKit.from(app, options).flush()`: runs the outbox and inbox until nothing is left to do. */
-export function flushOutbox(app: INestApplicationContext, options: FlushOptions = {}): Promise<FlushResult> {
+export function flushOutbox(app: INestApplicationContext, options: OutboxTestKitOptions = {}): Promise<FlushResult> {
   return OutboxTestKit.from(app, options).flush();
 }

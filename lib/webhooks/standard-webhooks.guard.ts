@@ -9,10 +9,13 @@ export const VERIFIED_WEBHOOK = Symbol('VERIFIED_WEBHOOK');
 
 /** The authenticated `webhook-id` (use it as the idempotency key) and `webhook-timestamp` (seconds). */
 export interface VerifiedWebhook {
+  /** The authenticated `webhook-id`. */
   id: string;
+  /** The authenticated `webhook-timestamp`, in seconds since the epoch. */
   timestamp: number;
 }
 
+/** The settings of {@link StandardWebhooksGuard.for}. */
 export interface StandardWebhooksGuardOptions {
   /**
    * The `whsec_…` secrets any of which may sign (two while one is rotated out), or a function
@@ -58,6 +61,10 @@ export class StandardWebhooksGuard implements CanActivate {
 
   protected readonly options?: StandardWebhooksGuardOptions;
 
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(@Inject(ModuleRef) private readonly moduleRef: ModuleRef) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {

@@ -20,19 +20,39 @@ export type WebhookHeaders = Readonly<Record<string, string | readonly string[] 
 export type WebhookRejection = 'missing-headers' | 'malformed' | 'expired' | 'future' | 'no-matching-signature';
 
 /** The outcome of `verifyWebhook`: the authenticated id (an idempotency key) and timestamp, or why not. */
-export type WebhookVerification = { ok: true; id: string; timestamp: number } | { ok: false; reason: WebhookRejection };
+export type WebhookVerification =
+  | {
+      /** The request is authentic. */
+      ok: true;
+      /** The authenticated `webhook-id`: the same for every retry of one event. */
+      id: string;
+      /** The authenticated `webhook-timestamp`, in seconds since the epoch. */
+      timestamp: number;
+    }
+  | {
+      /** The request was refused. */
+      ok: false;
+      /** Why it was refused. */
+      reason: WebhookRejection;
+    };
 
+/** What {@link signWebhook} signs, and with which secret. */
 export interface SignWebhookInput {
   /** The `webhook-id`: the same for every retry of one event. Visible ASCII without `.`. */
   id: string;
   /** The `webhook-timestamp` of this attempt, in whole seconds since the epoch. */
   timestamp: number;
+  /** The body exactly as it will be sent. */
   body: WebhookBody;
+  /** The signing secret, `whsec_` then the base64 key (the prefix may be left off). */
   secret: string;
 }
 
+/** A received request, as {@link verifyWebhook} checks it, and the secrets that may have signed it. */
 export interface VerifyWebhookInput {
+  /** The request's headers; `webhook-id`, `webhook-timestamp` and `webhook-signature` are read. */
   headers: WebhookHeaders;
+  /** The body exactly as received (the raw body, not a parsed object). */
   body: WebhookBody;
   /** Any of them may have signed the request. */
   secrets: WebhookSecrets;

@@ -26,7 +26,7 @@ export function storedWebhookRequest(row: ClaimedInboxMessage): WebhookRequest {
  * `[request]`.
  */
 export class StoredRequestParamsFactory {
-  exchangeKeyForValue(type: number, data: unknown, args: unknown[]): unknown {
+  exchangeKeyForValue(type: RouteParamtypes, data: unknown, args: unknown[]): unknown {
     const request = args[0] as WebhookRequest;
     switch (type) {
       case RouteParamtypes.REQUEST:

@@ -3,6 +3,8 @@ import type { WebhookRequest } from './webhook-request';
 /** A `@WebhookInbox()` route as resolved at start-up. */
 export interface WebhookInboxDefinition {
   consumer: string;
+  /** The named outbox whose inbox stores the requests; undefined for the default outbox. */
+  outbox?: string;
   /** Where the route is declared, for messages. */
   where: string;
   messageId: (request: WebhookRequest) => unknown;

@@ -3,14 +3,26 @@ import type { WebhookRequest } from './webhook-request';
 /** Where a webhook's message id comes from. */
 export type WebhookMessageIdSource =
   /** A request header, e.g. `webhook-id` (Standard Webhooks) or `x-github-delivery`. */
-  | { header: string }
+  | {
+      /** The header's name, matched case-insensitively. */
+      header: string;
+    }
   /** A field of the parsed body, a dotted path for a nested one: `id`, `data.object.id`. */
-  | { bodyField: string }
+  | {
+      /** The field's path in the parsed body. */
+      bodyField: string;
+    }
   /** Anything else: return the id, or undefined when the request has none. */
   | ((request: WebhookRequest) => string | undefined);
 
 /** Options of `@WebhookInbox()`. */
 export interface WebhookInboxOptions {
+  /**
+   * The outbox (`OutboxModule.forRoot({ name })`) whose inbox table and transactions the route
+   * uses. Default: the default outbox (also named by `'default'`). An outbox the application does
+   * not configure fails start-up.
+   */
+  outbox?: string;
   /**
    * Dedupe scope, in one namespace with `@InboxHandler()` consumers (a name used by both fails
    * start-up). Default `ClassName.method`. At most 200 characters (the inbox table's column).

@@ -15,6 +15,9 @@ import { resolveWebhookInbox } from './resolve-webhook-inbox';
 import { STORED_REQUEST_PARAMETERS, storedWebhookRequest, StoredRequestParamsFactory } from './stored-webhook-request';
 import { WEBHOOK_INBOX_DEFINITION, WEBHOOK_INBOX_METADATA } from './webhook.constants';
 import { WebhookInboxOptions } from './webhook-inbox-options';
+import { OUTBOX_TRANSACTION_HOST, transactionConnectionHint } from '../naming/outbox-transaction-host';
+import { OutboxIdentity } from '../naming/outbox-identity';
+import { chosenOutbox, configuredOutboxes } from '../naming/configured-outboxes';
 
 /** Calls a `@WebhookInbox()` method as Nest would, with its pipes and parameters, on a stored request. */
 type StoredRequestCall = (request: unknown) => Promise<unknown>;
@@ -33,20 +36,23 @@ export class WebhookInboxExplorer implements OnModuleInit {
     private readonly contextCreator: ExternalContextCreator,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly consumers: InboxConsumers,
-    @Optional() private readonly transactionHost?: TransactionHost,
+    private readonly identity: OutboxIdentity,
+    @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
   ) {}
 
   onModuleInit(): void {
+    const configured = configuredOutboxes(this.discovery);
     for (const { wrapper, methodName, method, options } of decoratedMethods<WebhookInboxOptions>(this.discovery.getControllers(), this.scanner, WEBHOOK_INBOX_METADATA)) {
-      this.register(wrapper, methodName, method, options);
+      const where = `@WebhookInbox on ${(wrapper.metatype as { name: string }).name}.${methodName}`;
+      // Each outbox's explorer sets up its own routes; every one checks that each route's outbox exists.
+      if (chosenOutbox(where, options.outbox, configured) === this.identity.name) this.register(wrapper, methodName, method, options, where);
     }
   }
 
-  private register(wrapper: InstanceWrapper, methodName: string, method: (...args: unknown[]) => unknown, options: WebhookInboxOptions): void {
+  private register(wrapper: InstanceWrapper, methodName: string, method: (...args: unknown[]) => unknown, options: WebhookInboxOptions, where: string): void {
     const classRef = wrapper.metatype as object & { name: string };
-    const where = `@WebhookInbox on ${classRef.name}.${methodName}`;
     if (!this.transactionHost) {
-      throw new OutboxError(`${where} runs its method in a transaction: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)`);
+      throw new OutboxError(`${where} runs its method in a transaction: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)${transactionConnectionHint(this.identity)}`);
     }
     if (wrapper.scope === Scope.REQUEST || wrapper.scope === Scope.TRANSIENT || !wrapper.isDependencyTreeStatic()) {
       throw new OutboxError(`${where}: the controller must be a singleton (its method runs later, outside any request)`);
@@ -58,6 +64,7 @@ export class WebhookInboxExplorer implements OnModuleInit {
       where,
     );
     if (!definition) throw new OutboxError(problems.join('; '));
+    definition.outbox = this.identity.name;
     this.consumers.claimName(definition.consumer, where);
     Reflect.defineMetadata(WEBHOOK_INBOX_DEFINITION, definition, method);
 

@@ -2,7 +2,7 @@ import { HttpException, Inject, Injectable, Logger, ServiceUnavailableException 
 import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
-import { emit, OUTBOX_EVENTS } from '../observability/outbox-events';
+import { OUTBOX_EVENTS } from '../observability/outbox-events';
 import { printable } from '../inbox/printable';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE } from '../outbox.constants';
 import { describeError } from '../retry/error-classifier';
@@ -10,6 +10,7 @@ import { ArrivedRequest, identifyWebhook } from './identify-webhook';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
 import { rawBodyOf } from './raw-body';
 import { flatHeaders } from './webhook-request';
+import { OutboxIdentity } from '../naming/outbox-identity';
 
 /** What the sender is told to wait before retrying a request the inbox could not store. */
 const RETRY_AFTER_SECONDS = 5;
@@ -43,6 +44,7 @@ export class WebhookIntake {
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(INBOX_DIALECT) private readonly dialect: InboxDialect,
     private readonly wakeup: InboxWakeup,
+    private readonly identity: OutboxIdentity,
   ) {}
 
   async receive(definition: WebhookInboxDefinition, request: LiveRequest, response: LiveResponse): Promise<{ received: true }> {
@@ -61,7 +63,7 @@ export class WebhookIntake {
       throw new HttpException({ statusCode: status, message: reason }, status);
     }
     const { row } = identified;
-    emit(OUTBOX_EVENTS.received, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
+    this.identity.emit(OUTBOX_EVENTS.received, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     let stored: boolean;
     try {
       stored = await this.dialect.insertPending(this.dataSource, row);
@@ -71,7 +73,7 @@ export class WebhookIntake {
       throw new ServiceUnavailableException('the webhook could not be stored; retry later');
     }
     if (stored) this.wakeup.wake();
-    else emit(OUTBOX_EVENTS.duplicate, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
+    else this.identity.emit(OUTBOX_EVENTS.duplicate, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     return { received: true };
   }
 

@@ -6,6 +6,7 @@ import { isUtf8 } from 'node:buffer';
  * runs later, rebuilt from the stored row.
  */
 export interface WebhookRequest {
+  /** The HTTP method, e.g. `POST`. */
   method: string;
   /** The path the request was sent to, without the query string. */
   url: string;

@@ -157,7 +157,7 @@ function rabbitConnection(name: string): AmqpConnection | undefined {
 }
 
 function withDriverOptions(dataSource: DataSourceOptions, driverOptions: Record<string, unknown> = {}): TypeOrmModuleOptions {
-  return { ...dataSource, autoLoadEntities: true, extra: { ...(dataSource.extra as object), ...driverOptions } } as TypeOrmModuleOptions;
+  return { ...dataSource, autoLoadEntities: true, extra: { ...(dataSource.extra as object), ...driverOptions } };
 }
 
 export type { Type };
