@@ -204,7 +204,8 @@ async function runBaseline(broker: BenchBroker, run: number, shape: BaselineRow)
     await consumer.channel.prefetch(PREFETCH);
     const startedAt = Date.now();
     const cpuBefore = cpuMicros();
-    await consumer.channel.consume(RAW_QUEUE, async (delivery) => {
+    // amqplib ignores what the callback returns: a failure outside the transaction is collected too.
+    await consumer.channel.consume(RAW_QUEUE, (delivery) => void (async () => {
       if (!delivery) return;
       const event = JSON.parse(delivery.content.toString('utf8')) as BenchEvent;
       const client = await pool.connect();
@@ -228,7 +229,7 @@ async function runBaseline(broker: BenchBroker, run: number, shape: BaselineRow)
       } finally {
         client.release();
       }
-    });
+    })().catch((error: unknown) => failures.push(error)));
     await waitForCount(businessRows, MESSAGES, RUN_TIMEOUT_MS, 100);
     const cpu = cpuMicros() - cpuBefore;
     const { rows, seconds } = await finish(startedAt);

@@ -35,7 +35,6 @@ const WINDOW_MS = Number(process.env.BENCH_PEER_WINDOW_MS ?? 4_000);
  * saved keeps the whole bench within its 10-minute budget.
  */
 const SLOW_WINDOW_MS = Number(process.env.BENCH_PEER_SLOW_WINDOW_MS ?? 2_000);
-const WARMUP_MS = 2_000;
 /** Offered load and duration of the latency measurement. */
 const LATENCY_RATE = Number(process.env.BENCH_PEER_RATE ?? 200);
 const LATENCY_MS = Number(process.env.BENCH_PEER_LATENCY_MS ?? 5_000);
@@ -207,7 +206,7 @@ class CountingLogger {
       debug: noop,
       trace: noop,
       silent: noop,
-    } as unknown as TransactionalLogger;
+    };
   }
 
   describe(): string {

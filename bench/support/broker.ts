@@ -72,8 +72,9 @@ export async function publishConfirmWindow(exchange: string, count: number, wind
             (error) => {
               if (error) failed ??= error instanceof Error ? error : new Error(String(error));
               confirmed++;
-              if (confirmed === count) (failed ? reject(failed) : resolve());
-              else pump();
+              if (confirmed !== count) pump();
+              else if (failed) reject(failed);
+              else resolve();
             },
           );
         }

@@ -27,7 +27,7 @@ export type Publish = (messageId: string) => Promise<void>;
 export async function offer(rate: number, durationMs: number, publish: Publish, timings: Timings): Promise<RunResult> {
   timings.clear();
   const inFlight = new Set<Promise<void>>();
-  let failure: unknown;
+  let failure: Error | undefined;
   let started = 0;
   const begin = performance.now();
   await new Promise<void>((resolve) => {
@@ -42,7 +42,9 @@ export async function offer(rate: number, durationMs: number, publish: Publish, 
           () => {
             timings.get(messageId)!.committedAt = performance.now();
           },
-          (error) => (failure ??= error),
+          (error: unknown) => {
+            failure ??= error instanceof Error ? error : new Error(String(error));
+          },
         );
         inFlight.add(transaction);
         void transaction.finally(() => inFlight.delete(transaction));

@@ -10,6 +10,7 @@ const TYPESCRIPT_EXTENSIONS = ['.ts', '.cts'];
  * A native `import()`: TypeScript compiling to CommonJS would turn a literal one into `require`,
  * which cannot load an ES module file.
  */
+// eslint-disable-next-line @typescript-eslint/no-implied-eval -- the one way to a native import() in CommonJS output
 const importModule = new Function('specifier', 'return import(specifier)') as (specifier: string) => Promise<Record<string, unknown>>;
 
 /**
@@ -55,6 +56,7 @@ function ofThisTypeorm(dataSource: DataSource, file: string): DataSource {
 async function loadModule(path: string): Promise<unknown> {
   if (extname(path) === '.mjs') return importModule(pathToFileURL(path).href);
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the user's file, named at run time
     return require(path);
   } catch (error) {
     const code = (error as { code?: string }).code;
@@ -75,6 +77,7 @@ function registerTypeScript(path: string): void {
         ' or run the CLI under a loader of your own (node -r ts-node/register node_modules/.bin/nestjs-outbox …)',
     );
   }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- ts-node, an optional dependency of the user's
   (require(tsNode) as { register(): void }).register();
 }
 

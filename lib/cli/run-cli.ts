@@ -49,5 +49,6 @@ function reportError(command: CliCommand, error: unknown, output: CliOutput): Ex
 
 /** The installed package's version: package.json is two folders up, from lib/cli and from dist/cli alike. */
 function packageVersion(): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- package.json lies outside the compiled sources
   return (require('../../package.json') as { version: string }).version;
 }

@@ -21,7 +21,17 @@ export interface ClaimedMessage extends AttemptedClaim {
 export type OutboxMessageState = MessageState;
 
 /** Finds a message by its id, or by its business key and type. */
-export type OutboxMessageQuery = { messageId: string } | { bizKey: string; type: string };
+export type OutboxMessageQuery =
+  | {
+      /** The message's id. */
+      messageId: string;
+    }
+  | {
+      /** The business key it was published with. */
+      bizKey: string;
+      /** Its type: `(type, bizKey)` is unique. */
+      type: string;
+    };
 
 /**
  * Every SQL difference between databases, for one outbox table (with the shared state-machine

@@ -11,25 +11,35 @@ export interface MessageRecord {
   messageId: string;
   /** The message type (column `message_type`); in the inbox `''` when the delivery had none. */
   type: string;
+  /** The business fact plus event kind (`order-42:paid`) the message was published or received with; null when none. */
   bizKey: string | null;
+  /** The key whose messages are sent (or processed) one at a time, in order; null when none. */
   orderingKey: string | null;
+  /** The AMQP exchange it is sent to (outbox) or was delivered through (inbox); `''` for the default exchange or none. */
   exchange: string;
+  /** The AMQP routing key it is sent with (outbox) or was delivered with (inbox). */
   routingKey: string;
   /** The message's headers, parsed. */
   headers: Record<string, unknown>;
+  /** Where the row stands in the state machine. */
   status: MessageStatus;
   /** Attempts made so far. */
   attempts: number;
+  /** Failed attempts after which the row becomes `MANUAL_REQUIRED`. */
   maxAttempts: number;
   /** When the row is next due (a retry's time, or a delayed message's). */
   nextAttemptAt: Date;
   /** When the current (or last) claim took the row; null until claimed. */
   claimedAt: Date | null;
+  /** The random token of the current claim, which fences every settle; null when not claimed. */
   claimToken: string | null;
   /** The instance that claimed the row. */
   claimedBy: string | null;
+  /** The reason of the last failed attempt or rejection, truncated to `lastErrorMaxLength`; null when none. */
   lastError: string | null;
+  /** When the row was inserted, by the database's clock. */
   createdAt: Date;
+  /** When the row became `DONE` or `ABANDONED`, by the database's clock; retention counts its age from here. Null until then. */
   processedAt: Date | null;
 }
 

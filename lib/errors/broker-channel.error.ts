@@ -7,6 +7,7 @@ import { OutboxError } from './outbox.error';
  */
 export class BrokerChannelError extends OutboxError {
   constructor(
+    /** The message the broker closed the channel over. */
     readonly messageId: string,
     /** The AMQP reply code of the channel close (403, 404, 406…). */
     readonly code: number | undefined,

@@ -6,7 +6,10 @@ import { OutboxError } from './outbox.error';
  * up to the attempt limit; declare the exchange, or abandon the message.
  */
 export class ExchangeNotFoundError extends OutboxError {
-  constructor(readonly exchange: string, options?: { cause?: unknown }) {
+  constructor(
+    /** The exchange the message names. */
+    readonly exchange: string,
+    options?: { cause?: unknown }) {
     super(`Exchange ${JSON.stringify(exchange)} does not exist on the broker: declare it, or abandon the message`, options);
   }
 }

@@ -5,7 +5,10 @@ import { OutboxError } from './outbox.error';
  * names the table and how to mend it.
  */
 export class OutboxSchemaError extends OutboxError {
-  constructor(readonly problems: string[]) {
+  constructor(
+    /** Each problem, naming the table and how to mend it. */
+    readonly problems: string[],
+  ) {
     super(`The outbox tables are not ready: ${problems.join('; ')}`);
   }
 }

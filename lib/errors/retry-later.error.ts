@@ -7,6 +7,7 @@ import { OutboxError } from './outbox.error';
 export class RetryLaterError extends OutboxError {
   constructor(
     message: string,
+    /** The least time to wait before the next attempt, in milliseconds. */
     readonly retryAfterMs: number,
     options?: { cause?: unknown },
   ) {

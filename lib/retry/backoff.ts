@@ -1,6 +1,8 @@
 /** Parameters of the retry delay. */
 export interface BackoffPolicy {
+  /** The delay after the first failed attempt; doubles with each further one. */
   baseMs: number;
+  /** Upper bound of the delay before jitter. */
   maxMs: number;
   /** Fraction of the delay added at random, in [0, 1]. */
   jitter: number;

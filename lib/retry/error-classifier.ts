@@ -30,7 +30,7 @@ export function causeChain(error: unknown): unknown[] {
     seen.add(current);
     chain.push(current);
     if (current instanceof AggregateError) queue.push(...current.errors);
-    if (typeof current === 'object' && 'cause' in current) queue.push((current as { cause: unknown }).cause);
+    if (typeof current === 'object' && 'cause' in current) queue.push(current.cause);
   }
   return chain;
 }

@@ -4,16 +4,19 @@ import type { OutboxModuleOptions } from '../options/outbox-module-options';
 export interface OutgoingMessage {
   /** UUID to send as the broker's message id; consumers dedupe on it. */
   messageId: string;
+  /** The message type (`order.paid`); the RabbitMQ transport sends it as the AMQP `type` property. */
   type: string;
   /** The name of the configured transport the message was published for (its lane). */
   transport: string;
   /** RabbitMQ's address: the exchange ('' for the default exchange) and routing key; '' where unused. */
   exchange: string;
+  /** RabbitMQ's routing key; '' where unused. */
   routingKey: string;
   /** Other transports' address: an HTTP endpoint's name, a `ClientProxy` pattern; '' when none was given. */
   destination: string;
   /** JSON text, sent as it was stored. */
   payload: string;
+  /** The stored headers, parsed from their JSON; the delivery headers are added by the transport. */
   headers: Record<string, unknown>;
   /** Failed attempts so far: this send is attempt `attempts + 1`. */
   attempts: number;
@@ -23,15 +26,21 @@ export interface OutgoingMessage {
 
 /** The address fields of a message being published, as a transport checks them. */
 export interface MessageAddress {
+  /** The message type. */
   type: string;
+  /** The AMQP exchange, as given to `publish()`. */
   exchange?: string;
+  /** The AMQP routing key, as given to `publish()`. */
   routingKey?: string;
+  /** The address of a non-RabbitMQ transport, as given to `publish()`. */
   destination?: string;
 }
 
 /** What is wrong with a message's address for a transport: the field at fault, and why. */
 export interface AddressProblem {
+  /** The field at fault; `publish()` reports it as `OutboxMessageInvalidError.field`. */
   field: 'exchange' | 'routingKey' | 'destination';
+  /** Why the transport cannot send to it, for the error message. */
   message: string;
 }
 
@@ -45,6 +54,7 @@ export interface AddressProblem {
  * it says; any other error counts an attempt and retries with backoff.
  */
 export interface OutboxTransport {
+  /** Sends `message`; resolves once the receiver has taken responsibility for it, rejects otherwise. */
   send(message: OutgoingMessage): Promise<void>;
   /**
    * Whether a send could succeed now. While false, the transport's lane claims nothing: its
@@ -73,6 +83,6 @@ export interface OutboxTransportClass {
 
 /** The transport class's problems with the module's options, if it has a check. */
 export function transportOptionProblems(transport: unknown, options: OutboxModuleOptions): string[] {
-  const check = (transport as OutboxTransportClass | undefined)?.optionProblems;
-  return typeof check === 'function' ? check.call(transport, options) : [];
+  const transportClass = transport as OutboxTransportClass | undefined;
+  return typeof transportClass?.optionProblems === 'function' ? transportClass.optionProblems(options) : [];
 }

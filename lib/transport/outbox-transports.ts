@@ -3,8 +3,11 @@ import type { OutboxTransport } from './outbox-transport';
 
 /** A configured transport with its lane's settings. */
 export interface TransportLane {
+  /** The transport's name. */
   name: string;
+  /** The transport instance Nest created. */
   transport: OutboxTransport;
+  /** The lane's configuration, as given in the module options. */
   spec: LaneSpec;
 }
 
@@ -14,6 +17,7 @@ export class OutboxTransports {
 
   constructor(
     lanes: TransportLane[],
+    /** The transport of messages published without one that `route()` did not place. */
     readonly defaultName: string,
   ) {
     this.byName = new Map(lanes.map((lane) => [lane.name, lane]));
@@ -29,6 +33,7 @@ export class OutboxTransports {
     return [...this.byName.values()];
   }
 
+  /** The names of the configured transports. */
   names(): string[] {
     return [...this.byName.keys()];
   }

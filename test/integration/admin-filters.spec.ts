@@ -16,7 +16,6 @@ const database = testDatabase('it_admin_filters');
 const HOUR = 3_600_000;
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const ALL_STATUSES = [PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED];
-const FINISHED = [DONE, ABANDONED];
 /** The instant seeded rows are created at unless a test says otherwise: whole milliseconds, as every database keeps them. */
 const T0 = new Date('2024-03-01T12:00:00.000Z');
 const at = (offsetMs: number) => new Date(T0.getTime() + offsetMs);

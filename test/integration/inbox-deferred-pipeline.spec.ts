@@ -70,7 +70,7 @@ class Probe implements CanActivate, NestInterceptor {
   }
 
   private record(context: ExecutionContext): void {
-    const message = context.getArgByIndex(1) as ConsumeMessage;
+    const message = context.getArgByIndex<ConsumeMessage>(1);
     this.seen.push({ type: context.getType(), messageId: message.properties.messageId, inTransaction: TransactionHost.getInstance().isTransactionActive() });
   }
 }

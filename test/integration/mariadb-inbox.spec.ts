@@ -6,7 +6,7 @@ import { MessageStatus } from '../../lib/message/message-status';
 import { timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 import { describeOnMysql, DialectTables, dropDatabase, inboxRow, INBOX_TABLE, openWithTables, recreateDatabase, SERVER, sleep } from './mariadb-test-database';
 
-const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
+const { PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 const DATABASE = 'it_mariadb_inbox';
 
 /** The MySQL/MariaDB dialect's inbox: dedupe under concurrent deliveries, failures, deferred claims. */

@@ -46,7 +46,7 @@ describeOnMysql(`${SERVER.name} schema`, () => {
 
   it('names indexes and unique keys as on PostgreSQL, in InnoDB with a binary utf8mb4 collation', async () => {
     const keys = async (table: string) =>
-      [...new Set(((await migrated.query(`SHOW INDEX FROM \`${table}\``)) as { Key_name: string }[]).map((r) => r.Key_name))].sort();
+      [...new Set((await migrated.query<{ Key_name: string }[]>(`SHOW INDEX FROM \`${table}\``)).map((r) => r.Key_name))].sort();
     expect(await keys(OUTBOX_TABLE)).toEqual(
       ['PRIMARY', 'IDX_outbox_message_lane', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'].sort(),
     );

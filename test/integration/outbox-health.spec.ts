@@ -29,11 +29,11 @@ describeOn(['postgres', 'mariadb'], 'OutboxHealthIndicator', () => {
     if (DATABASE_KIND === 'postgres') {
       const url = new URL(POSTGRES_URL);
       proxy = await TcpProxy.start(url.hostname, Number(url.port || 5432));
-      return { url: proxy.rewrite(POSTGRES_URL) } as Partial<DataSourceOptions>;
+      return { url: proxy.rewrite(POSTGRES_URL) };
     }
     const { host, port } = (database as MysqlTestDatabase).server;
     proxy = await TcpProxy.start(host, port);
-    return { host: '127.0.0.1', port: proxy.port } as Partial<DataSourceOptions>;
+    return { host: '127.0.0.1', port: proxy.port };
   }
 
   beforeAll(async () => {

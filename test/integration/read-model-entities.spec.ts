@@ -61,7 +61,7 @@ async function tableShape(dataSource: DataSource, table: string): Promise<unknow
   if (!found) throw new Error(`no table ${table}`);
   return {
     columns: found.columns.map(({ name, type, length, isNullable, default: fallback }) => ({ name, type, length, isNullable, fallback })),
-    indices: found.indices.map((index) => `${index.name} ${index.columnNames} ${index.where ?? ''}`).sort(),
+    indices: found.indices.map((index) => `${index.name} ${index.columnNames.join(',')} ${index.where ?? ''}`).sort(),
     uniques: found.uniques.map((unique) => unique.name).sort(),
   };
 }

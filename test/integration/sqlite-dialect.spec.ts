@@ -417,7 +417,7 @@ describeSqlite('SQLite dialect', () => {
     it('claims through the partial indexes', async () => {
       const table = qualifiedTable(dataSource, OUTBOX_TABLE);
       const plan = async (sql: string) =>
-        ((await dataSource.query(`EXPLAIN QUERY PLAN ${sql}`)) as { detail: string }[]).map((r) => r.detail).join('\n');
+        (await dataSource.query<{ detail: string }[]>(`EXPLAIN QUERY PLAN ${sql}`)).map((r) => r.detail).join('\n');
       expect(await plan(`SELECT c.id FROM ${table} AS c WHERE c.transport = 'default' AND c.status IN ('PENDING', 'FAILED') ORDER BY c.id LIMIT 10`)).toContain(`IDX_${OUTBOX_TABLE}_lane`);
       expect(
         await plan(`SELECT 1 FROM ${table} AS e WHERE e.ordering_key = 'k' AND e.id < 5 AND e.status IN ('PENDING', 'PROCESSING', 'FAILED', 'MANUAL_REQUIRED')`),

@@ -1,7 +1,7 @@
 import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { INestApplicationContext, Injectable } from '@nestjs/common';
 import { connect } from 'amqplib';
-import { DataSource, DataSourceOptions } from 'typeorm';
+import { DataSource } from 'typeorm';
 import {
   createInboxTableMigration,
   createOutboxTableV2Migration,
@@ -159,7 +159,7 @@ describe(`Table options on ${DATABASE_KIND}`, () => {
       expect(() => createInboxTableMigration(name)).toThrow(/inboxTableName must be a plain SQL identifier .*at most 63 characters/);
       return;
     }
-    const dataSource = await new DataSource({ ...database.dataSourceOptions(), synchronize: false, migrations: [createInboxTableMigration(name)] } as DataSourceOptions).initialize();
+    const dataSource = await new DataSource({ ...database.dataSourceOptions(), synchronize: false, migrations: [createInboxTableMigration(name)] }).initialize();
     try {
       await expect(dataSource.runMigrations()).rejects.toThrow(new RegExp(`inboxTableName "${name}" has ${name.length} characters, but on \\w+ an inbox table name may have at most ${LONGEST[DATABASE_KIND].inbox}: `));
     } finally {

@@ -60,9 +60,9 @@ async function startWebhookChild(config: WebhookChildConfig): Promise<WebhookChi
       resolveExit((exit = { code, signal }));
     }),
   );
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-  child.stdin!.on('error', () => undefined);
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  child.stdin.on('error', () => undefined);
   const diagnostics = () => `\n--- webhook-process stdout ---\n${out.slice(-3_000)}\n--- webhook-process stderr ---\n${err.slice(-3_000)}`;
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
   for (;;) {

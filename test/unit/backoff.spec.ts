@@ -1,4 +1,4 @@
-import { backoffDelayMs } from '../../lib';
+import { backoffDelayMs } from '../../lib/retry/backoff';
 
 const policy = { baseMs: 1_000, maxMs: 60_000, jitter: 0 };
 

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ClaimWorker } from '../../lib/engine/claim-worker';
 import { AttemptedClaim, StateTable } from '../../lib/engine/state-table';
 
-interface Row extends AttemptedClaim {}
+type Row = AttemptedClaim;
 
 /** A table of due rows in memory, and control over when each batch's processing finishes. */
 class FakeQueue {

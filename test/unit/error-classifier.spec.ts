@@ -1,4 +1,5 @@
-import { classifyFailure, NonRetryableError, SendTimeoutError, UnroutableMessageError } from '../../lib';
+import { NonRetryableError, SendTimeoutError, UnroutableMessageError } from '../../lib';
+import { classifyFailure } from '../../lib/retry/error-classifier';
 import { describeError } from '../../lib/retry/error-classifier';
 
 class PaymentDeclined extends Error {}

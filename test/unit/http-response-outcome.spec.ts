@@ -159,7 +159,7 @@ describe('httpTransportOptionProblems', () => {
   });
 
   it('names a URL that is not absolute http or https', () => {
-    for (const url of ['not a url', '/hooks', '', undefined]) expect(problemsOf({ url: url as string })).toEqual(['endpoints.partner.url must be an absolute http: or https: URL']);
+    for (const url of ['not a url', '/hooks', '', undefined]) expect(problemsOf({ url: url })).toEqual(['endpoints.partner.url must be an absolute http: or https: URL']);
     for (const url of ['ftp://partner.example/hooks', 'file:///etc/passwd', 'javascript:alert(1)']) expect(problemsOf({ url })).toEqual(['endpoints.partner.url must be an http: or https: URL']);
   });
 

@@ -241,7 +241,7 @@ describe('identifyWebhook, for any request and any extractor', () => {
         const { row } = identified;
         expect(row.messageId.length).toBeGreaterThan(0);
         for (const column of ['consumer', 'messageId', 'type', 'exchange', 'routingKey'] as const) expectStorable(column, row[column]);
-        for (const column of ['bizKey', 'orderingKey'] as const) if (row[column] !== null) expectStorable(column, row[column]!);
+        for (const column of ['bizKey', 'orderingKey'] as const) if (row[column] !== null) expectStorable(column, row[column]);
       }),
       { numRuns: 1_000 },
     );

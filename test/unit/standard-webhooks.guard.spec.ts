@@ -158,7 +158,7 @@ describe('StandardWebhooksGuard.for', () => {
     ['a zero tolerance', { secrets: current, toleranceSeconds: 0 }, /toleranceSeconds must be a positive number/],
     ['a misspelt option', { secrets: current, tolerance: 60 }, /tolerance is not a StandardWebhooksGuard option/],
   ])('refuses %s when the guard is declared, naming the option', (_, options, message) => {
-    const declare = () => StandardWebhooksGuard.for(options as never);
+    const declare = () => StandardWebhooksGuard.for(options);
     expect(declare).toThrow(WebhookOptionsError);
     expect(declare).toThrow(OutboxOptionsError);
     expect(declare).toThrow(message);

@@ -1,4 +1,5 @@
-import { OutboxModule, OutboxOptionsError, OutboxTransport, validateOutboxOptions } from '../../lib';
+import { OutboxModule, OutboxOptionsError, OutboxTransport } from '../../lib';
+import { validateOutboxOptions } from '../../lib/options/validate-options';
 import { DatabaseDialect, IdentifierLimit, TableDdl } from '../../lib/dialects/database-dialect';
 import { derivedNames, longestDerivedName, TableKind } from '../../lib/dialects/index-names';
 import { MysqlDialect } from '../../lib/dialects/mysql/mysql.dialect';

@@ -47,7 +47,7 @@ describe('transportOf', () => {
 });
 
 describe('transports option', () => {
-  const problems = (statics: Record<string, unknown>) => staticOptionProblems(statics as never);
+  const problems = (statics: Record<string, unknown>) => staticOptionProblems(statics);
 
   it('accepts classes and lanes with settings', () => {
     expect(problems({ transports: { default: Sender, partner: { transport: OtherSender, batchSize: 50, dispatchConcurrency: 2, pollIntervalMs: 200 } } })).toEqual([]);

@@ -1,4 +1,5 @@
-import { OutboxModuleOptions, OutboxOptionsError, validateOutboxOptions } from '../../lib';
+import { OutboxModuleOptions, OutboxOptionsError } from '../../lib';
+import { validateOutboxOptions } from '../../lib/options/validate-options';
 import { assertTableName } from '../../lib/options/table-names';
 
 function problemsOf(input: unknown): string[] {

@@ -105,7 +105,9 @@ export class SqliteConnection {
           const stuck = new OutboxError(
             `the SQLite connection stayed inside a transaction for ${MAX_WAIT_MS} ms, and this statement must run outside it (was it issued from inside that transaction?)`,
           );
-          return reject(busy ?? stuck);
+          // The busy error as caught, when there was one; else why this statement stopped waiting.
+          const reason: unknown = busy ?? stuck;
+          return reject(reason);
         }
         // Busy means another process holds the file: only time helps, not a local commit.
         if (!busy) this.waitForTransactionEnd(attempt);

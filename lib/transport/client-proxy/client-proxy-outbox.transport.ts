@@ -63,11 +63,16 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
   private name = '';
   private timeoutMs = 0;
 
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly moduleRef: ModuleRef,
   ) {}
 
+  /** Nest lifecycle hook: checks the settings against the module's options and resolves the client. */
   onModuleInit(): void {
     if (!this.configured) throw new OutboxOptionsError(['transport: use ClientProxyOutboxTransport.for({ client }), not the bare class']);
     const { timeoutMs, problems } = resolveClientProxyTimeout(this.configured.timeoutMs, this.options.sendTimeoutMs);
@@ -84,6 +89,7 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
     if (this.options.dispatcherEnabled) this.connection?.connectEarly();
   }
 
+  /** Nest lifecycle hook: stops watching the client's connection. */
   onApplicationShutdown(): void {
     this.connection?.close();
   }

@@ -19,6 +19,7 @@ import type { OutgoingMessage } from '../outbox-transport';
 export interface OutboxEnvelope<T = unknown> {
   /** The message id: the same on every attempt, so consumers dedupe on it. */
   id: string;
+  /** The message type given to `publish()`. */
   type: string;
   /** The payload given to `publish()`, as JSON carries it. */
   payload: T;

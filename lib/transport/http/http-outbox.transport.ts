@@ -67,6 +67,10 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
   private readonly endpoints = new Map<string, HttpEndpoint & { timeoutMs: number }>();
   private circuits = new EndpointCircuits([]);
 
+  /**
+   * Nest creates it: inject it rather than constructing it.
+   * @internal
+   */
   constructor(@Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions) {}
 
   /** An attempt must end (answered or timed out) before the dispatcher gives up on its batch. */
@@ -86,6 +90,7 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
     return this.circuits.onAvailable(listener);
   }
 
+  /** Nest lifecycle hook: stops the endpoints' circuit probes. */
   onApplicationShutdown(): void {
     this.circuits.close();
   }
