@@ -47,7 +47,7 @@ import { assertTableNamesFit } from './schema/table-name-limits';
 import { prepareArchiveTablesAtStartup } from './schema/archive-tables-at-startup';
 import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
 import { OutboxMetrics } from './observability/outbox-metrics';
-import { openWorkerDataSource, WorkerDataSourceCloser } from './pool/worker-data-source';
+import { openWorkerDataSource, WorkerDataSourceCloser } from './dialects/worker-data-source';
 import { WebhookInboxExplorer } from './webhooks/webhook-inbox.explorer';
 import { namedOutbox } from './naming/outbox-name';
 import { OutboxIdentity } from './naming/outbox-identity';

@@ -29,7 +29,7 @@ const LAYERS: readonly { layer: string; paths: readonly string[] }[] = [
   // SQL per database, implementing the engine's interfaces.
   { layer: 'dialects', paths: ['dialects/'] },
   // The tables around the dialects: schema checks at start-up, migrations, read models, the worker pool.
-  { layer: 'storage', paths: ['schema/', 'migrations/', 'entities/', 'pool/'] },
+  { layer: 'storage', paths: ['schema/', 'migrations/', 'entities/'] },
   {
     layer: 'features',
     paths: [

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import type { LaneSpec } from '../options/transport-lanes';
 import { DataSource } from 'typeorm';
-import { DatabaseDialect } from '../dialects/database-dialect';
+import { DatabaseDialect } from './database-dialect';
 import { OutboxError } from '../errors';
 import { OUTBOX_DATA_SOURCE, OUTBOX_WORKER_DATA_SOURCE } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
