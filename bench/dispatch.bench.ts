@@ -64,7 +64,13 @@ const DEFAULTS: Variant = { name: '1 instance, defaults (batchSize 500, dispatch
  */
 function plans(): Partial<Record<DatabaseKind, DispatchPlan>> {
   const tuned: Variant[] = TUNED
-    ? [{ name: `1 instance, batchSize ${TUNED[0]}, dispatchConcurrency ${TUNED[1]}`, instances: 1, outbox: { batchSize: TUNED[0], dispatchConcurrency: TUNED[1] } }]
+    ? [
+        {
+          name: `1 instance, batchSize ${TUNED[0]}, dispatchConcurrency ${TUNED[1]}`,
+          instances: 1,
+          outbox: { batchSize: TUNED[0], dispatchConcurrency: TUNED[1] },
+        },
+      ]
     : [];
   const openTelemetry: Variant[] =
     OPEN_TELEMETRY_RUNS > 0
@@ -160,7 +166,16 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
       afterFirstClaim: drains ? formatRate(summarise(drains.map((d) => d.rateAfterFirstClaim))) : '–',
     };
   };
-  return [row(baselineName, baselines), ...Object.entries(results).map(([name, drains]) => row(name, drains.map((d) => d.rate), drains))];
+  return [
+    row(baselineName, baselines),
+    ...Object.entries(results).map(([name, drains]) =>
+      row(
+        name,
+        drains.map((d) => d.rate),
+        drains,
+      ),
+    ),
+  ];
 }
 
 /**

@@ -141,7 +141,12 @@ async function drainOnce(backlog: PostgresBacklog, receiver: Receiver, messages:
   if (received.requests !== messages || received.distinctIds !== messages) {
     throw new Error(`expected ${messages} requests with as many webhook-ids, the receiver counted ${received.requests} with ${received.distinctIds}`);
   }
-  return { rate: messages / (elapsedMs / 1000), openConnections: received.openConnections, acceptedConnections: received.acceptedConnections, cpuMicrosPerMessage: cpu / messages };
+  return {
+    rate: messages / (elapsedMs / 1000),
+    openConnections: received.openConnections,
+    acceptedConnections: received.acceptedConnections,
+    cpuMicrosPerMessage: cpu / messages,
+  };
 }
 
 const median = (values: number[]) => Math.round(summarise(values).median);
@@ -205,7 +210,10 @@ function handWrittenRelay(pool: Pool, table: string, url: string): () => Promise
       const failed = rows.filter((_, i) => results[i].status === 'rejected').map((row) => row.id);
       await pool.query(`UPDATE ${table} SET status = 'DONE', processed_at = now() WHERE id = ANY($1::bigint[])`, [done]);
       if (failed.length > 0) {
-        await pool.query(`UPDATE ${table} SET status = 'FAILED', attempts = attempts + 1, next_attempt_at = now() + interval '1 second' WHERE id = ANY($1::bigint[])`, [failed]);
+        await pool.query(
+          `UPDATE ${table} SET status = 'FAILED', attempts = attempts + 1, next_attempt_at = now() + interval '1 second' WHERE id = ANY($1::bigint[])`,
+          [failed],
+        );
       }
     }
   }

@@ -63,10 +63,7 @@ class BenchInboxConsumer {
   @RabbitSubscribe({ exchange: EXCHANGE, routingKey: LIB_ROUTING_KEY, queue: LIB_QUEUE, queueOptions: { durable: true } })
   @InboxHandler({ consumer: CONSUMER })
   async handle(event: BenchEvent, message: ConsumeMessage): Promise<void> {
-    await this.txHost.tx.query(`INSERT INTO "${SCHEMA}".bench_effect (order_id, message_id) VALUES ($1, $2)`, [
-      event.orderId,
-      message.properties.messageId,
-    ]);
+    await this.txHost.tx.query(`INSERT INTO "${SCHEMA}".bench_effect (order_id, message_id) VALUES ($1, $2)`, [event.orderId, message.properties.messageId]);
   }
 }
 
@@ -133,8 +130,12 @@ async function finish(startedAt: number): Promise<{ rows: number; seconds: numbe
 async function prepareRun(): Promise<void> {
   await freshSchema(SCHEMA);
   // Not unique: a duplicate effect would show in the count.
-  await sql(`CREATE TABLE "${SCHEMA}".bench_effect (id bigserial PRIMARY KEY, order_id int NOT NULL, message_id text, created_at timestamptz NOT NULL DEFAULT clock_timestamp())`);
-  await sql(`CREATE TABLE "${SCHEMA}".raw_inbox (consumer text NOT NULL, message_id text NOT NULL, processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, message_id))`);
+  await sql(
+    `CREATE TABLE "${SCHEMA}".bench_effect (id bigserial PRIMARY KEY, order_id int NOT NULL, message_id text, created_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+  );
+  await sql(
+    `CREATE TABLE "${SCHEMA}".raw_inbox (consumer text NOT NULL, message_id text NOT NULL, processed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (consumer, message_id))`,
+  );
 }
 
 interface RunResult {
@@ -205,31 +206,43 @@ async function runBaseline(broker: BenchBroker, run: number, shape: BaselineRow)
     const startedAt = Date.now();
     const cpuBefore = cpuMicros();
     // amqplib ignores what the callback returns: a failure outside the transaction is collected too.
-    await consumer.channel.consume(RAW_QUEUE, (delivery) => void (async () => {
-      if (!delivery) return;
-      const event = JSON.parse(delivery.content.toString('utf8')) as BenchEvent;
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        const { messageId, type, headers } = delivery.properties;
-        const params =
-          shape === 'minimal'
-            ? [CONSUMER, messageId]
-            : [CONSUMER, messageId, type ?? '', delivery.fields.exchange, delivery.fields.routingKey, delivery.content.toString('utf8'), JSON.stringify(headers ?? {})];
-        const marked = await client.query(DEDUPE_SQL[shape], params);
-        if (marked.rowCount === 1) {
-          await client.query(`INSERT INTO "${SCHEMA}".bench_effect (order_id, message_id) VALUES ($1, $2)`, [event.orderId, messageId]);
-        }
-        await client.query('COMMIT');
-        consumer.channel.ack(delivery);
-      } catch (error) {
-        failures.push(error);
-        await client.query('ROLLBACK').catch(() => undefined);
-        consumer.channel.nack(delivery, false, true);
-      } finally {
-        client.release();
-      }
-    })().catch((error: unknown) => failures.push(error)));
+    await consumer.channel.consume(
+      RAW_QUEUE,
+      (delivery) =>
+        void (async () => {
+          if (!delivery) return;
+          const event = JSON.parse(delivery.content.toString('utf8')) as BenchEvent;
+          const client = await pool.connect();
+          try {
+            await client.query('BEGIN');
+            const { messageId, type, headers } = delivery.properties;
+            const params =
+              shape === 'minimal'
+                ? [CONSUMER, messageId]
+                : [
+                    CONSUMER,
+                    messageId,
+                    type ?? '',
+                    delivery.fields.exchange,
+                    delivery.fields.routingKey,
+                    delivery.content.toString('utf8'),
+                    JSON.stringify(headers ?? {}),
+                  ];
+            const marked = await client.query(DEDUPE_SQL[shape], params);
+            if (marked.rowCount === 1) {
+              await client.query(`INSERT INTO "${SCHEMA}".bench_effect (order_id, message_id) VALUES ($1, $2)`, [event.orderId, messageId]);
+            }
+            await client.query('COMMIT');
+            consumer.channel.ack(delivery);
+          } catch (error) {
+            failures.push(error);
+            await client.query('ROLLBACK').catch(() => undefined);
+            consumer.channel.nack(delivery, false, true);
+          } finally {
+            client.release();
+          }
+        })().catch((error: unknown) => failures.push(error)),
+    );
     await waitForCount(businessRows, MESSAGES, RUN_TIMEOUT_MS, 100);
     const cpu = cpuMicros() - cpuBefore;
     const { rows, seconds } = await finish(startedAt);
@@ -280,7 +293,9 @@ export async function benchInbox(): Promise<InboxRow[]> {
       messagesPerSecond: formatRate(summary),
       ratio: (summary.median / baseline).toFixed(2),
       nodeCpuPerMessage: `${Math.round(summarise(runs.map((r) => r.cpuPerMessage)).median)} µs`,
-      drain: partial.length ? `${drain}; ${partial.length} run(s) stopped at ${RUN_TIMEOUT_MS / 1000} s (${partial.map((r) => r.rows).join(', ')} rows)` : drain,
+      drain: partial.length
+        ? `${drain}; ${partial.length} run(s) stopped at ${RUN_TIMEOUT_MS / 1000} s (${partial.map((r) => r.rows).join(', ')} rows)`
+        : drain,
     };
   };
   const rows = [

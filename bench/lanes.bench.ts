@@ -80,7 +80,9 @@ async function measureDrains(): Promise<Record<DrainVariant, Drain[]>> {
   try {
     for (const schema of [ONE_LANE_SCHEMA, TWO_LANES_SCHEMA]) await testDatabase(schema, 'postgres').reset();
     apps.push(await createTestApp({ schema: ONE_LANE_SCHEMA }));
-    apps.push(await createTestApp({ schema: TWO_LANES_SCHEMA, statics: { transports: { default: RabbitMqOutboxTransport, [SECOND_LANE]: RabbitMqOutboxTransport } } }));
+    apps.push(
+      await createTestApp({ schema: TWO_LANES_SCHEMA, statics: { transports: { default: RabbitMqOutboxTransport, [SECOND_LANE]: RabbitMqOutboxTransport } } }),
+    );
     const oneLane = await PostgresBacklog.open(ONE_LANE_SCHEMA, 'bench-lanes-one');
     const twoLanes = await PostgresBacklog.open(TWO_LANES_SCHEMA, 'bench-lanes-two');
     backlogs.push(oneLane, twoLanes);
@@ -134,7 +136,7 @@ function drainRows(results: Record<DrainVariant, Drain[]>): LanesRow[] {
     return lanes.map((lane) => `${lane} done at ${(summarise(results[variant].map((d) => d.finishedMs![lane])).median / 1000).toFixed(1)} s`).join(', ');
   };
   const labels: Record<DrainVariant, [string, string]> = {
-    raw: ['plain amqplib, one confirm channel (window 1,000), one queue', 'the dispatch section\'s baseline'],
+    raw: ['plain amqplib, one confirm channel (window 1,000), one queue', "the dispatch section's baseline"],
     rawTwoQueues: ['plain amqplib, two connections at once, each to its own queue', `${a} + ${b}`],
     oneLane: ['1 lane: the default single-transport app (batchSize 500, dispatchConcurrency 4, worker pool 6)', finished('oneLane')],
     twoLanes: [
@@ -184,9 +186,12 @@ function isolationRows(results: Record<IsolationVariant, RunResult[]>): LanesRow
   };
   const signed = (value: number) => `${value >= 0 ? '+' : '−'}${Math.abs(value).toFixed(1)}`;
   const labels: Record<IsolationVariant, [string, string]> = {
-    raw: ['raw: INSERT tx, then amqplib publish + confirm', 'the latency section\'s baseline'],
+    raw: ['raw: INSERT tx, then amqplib publish + confirm', "the latency section's baseline"],
     oneLane: ['1 lane: the default single-transport app', '–'],
-    idle: ['default lane (RabbitMQ); partner lane (HTTP) idle', `vs 1 lane: p50 ${signed(median('idle', 'p50') - median('oneLane', 'p50'))} ms, p99 ${signed(median('idle', 'p99') - median('oneLane', 'p99'))} ms`],
+    idle: [
+      'default lane (RabbitMQ); partner lane (HTTP) idle',
+      `vs 1 lane: p50 ${signed(median('idle', 'p50') - median('oneLane', 'p50'))} ms, p99 ${signed(median('idle', 'p99') - median('oneLane', 'p99'))} ms`,
+    ],
     hung: [
       `default lane (RabbitMQ); partner lane with all ${HUNG_MESSAGES.toLocaleString('en-US')} sends (4 × 500) hung`,
       `vs partner idle: p50 ${signed(median('hung', 'p50') - median('idle', 'p50'))} ms, p99 ${signed(median('hung', 'p99') - median('idle', 'p99'))} ms`,

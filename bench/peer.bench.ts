@@ -100,7 +100,14 @@ function listenerConfig(variant: Variant): PollingListenerConfig {
 /** The package's own DDL for a polling outbox: table, next-messages function, indexes. */
 async function createPeerSchema(): Promise<void> {
   await freshSchema(SCHEMA);
-  const setup = { outboxOrInbox: 'outbox' as const, database: 'test', schema: SCHEMA, table: TABLE, listenerRole: 'postgres', nextMessagesName: NEXT_MESSAGES_FUNCTION };
+  const setup = {
+    outboxOrInbox: 'outbox' as const,
+    database: 'test',
+    schema: SCHEMA,
+    table: TABLE,
+    listenerRole: 'postgres',
+    nextMessagesName: NEXT_MESSAGES_FUNCTION,
+  };
   const client = new Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
@@ -288,7 +295,13 @@ async function measureVariant(variant: Variant, publisher: GeneralMessageHandler
   }
 }
 
-async function offerLoad(pool: Pool, config: PollingListenerConfig, concurrency: 'sequential' | 'parallel', sink: Sink, logger: CountingLogger): Promise<Latency> {
+async function offerLoad(
+  pool: Pool,
+  config: PollingListenerConfig,
+  concurrency: 'sequential' | 'parallel',
+  sink: Sink,
+  logger: CountingLogger,
+): Promise<Latency> {
   const store = initializeMessageStorage(config, logger.create());
   const committed = new Map<string, number>();
   const write = async () => {
@@ -311,7 +324,7 @@ async function offerLoad(pool: Pool, config: PollingListenerConfig, concurrency:
   const inFlight = new Set<Promise<void>>();
   const started = performance.now();
   const total = Math.round((LATENCY_RATE * LATENCY_MS) / 1000);
-  for (let issued = 0; issued < total; ) {
+  for (let issued = 0; issued < total;) {
     const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * LATENCY_RATE));
     for (; issued < due; issued++) {
       const p = write().finally(() => inFlight.delete(p));
@@ -409,7 +422,8 @@ export async function benchPeer(): Promise<PeerRow[]> {
     for (const variant of VARIANTS) {
       const logger = new CountingLogger();
       const { drain, latency } = await measureVariant(variant, publisher, sink, logger);
-      const kept = latency.throughput >= LATENCY_RATE * 0.95 ? '' : ` (fell behind: ${Math.round(latency.throughput)} msg/s consumed while ${LATENCY_RATE} were offered)`;
+      const kept =
+        latency.throughput >= LATENCY_RATE * 0.95 ? '' : ` (fell behind: ${Math.round(latency.throughput)} msg/s consumed while ${LATENCY_RATE} were offered)`;
       const lost = latency.missing ? `; ${latency.missing} of ${latency.sent} not consumed ${LATENCY_GRACE_MS / 1000} s after the last commit ('never')` : '';
       const dup = latency.duplicates ? `; ${latency.duplicates} delivered twice` : '';
       rows.push({
@@ -420,7 +434,13 @@ export async function benchPeer(): Promise<PeerRow[]> {
         note: `${variant.note}; drain over ${WINDOWS} × ${variant.windowMs / 1000} s${logger.describe()}`,
       });
     }
-    rows.push({ variant: 'hand-written relay on the same table (claim 250 SKIP LOCKED, confirm window, one UPDATE)', drain: rate(baseline), ratio: '1.000', latency: 'not measured', note: 'baseline' });
+    rows.push({
+      variant: 'hand-written relay on the same table (claim 250 SKIP LOCKED, confirm window, one UPDATE)',
+      drain: rate(baseline),
+      ratio: '1.000',
+      latency: 'not measured',
+      note: 'baseline',
+    });
   } finally {
     await sink.stop();
     await broker.close([SINK_QUEUE]);

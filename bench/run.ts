@@ -24,13 +24,13 @@ const SECTIONS: Section[] = [
   {
     key: 'write-path',
     title: 'Write path: business insert + outbox message per transaction (PostgreSQL and MariaDB, 1 KB payload)',
-    note: 'Transactions/s, median of runs with min–max; ratio against the hand-written outbox INSERT (the dialect\'s own statement on MariaDB) on the same database in the same run. MariaDB has no NOTIFY. With an OpenTelemetry SDK: the default publisher again, in an app of its own, the SDK (metrics and traces) registered before start-up, both it and its baseline inside an active span; nodeCpuPerTx: the bench process\'s CPU per transaction.',
+    note: "Transactions/s, median of runs with min–max; ratio against the hand-written outbox INSERT (the dialect's own statement on MariaDB) on the same database in the same run. MariaDB has no NOTIFY. With an OpenTelemetry SDK: the default publisher again, in an app of its own, the SDK (metrics and traces) registered before start-up, both it and its baseline inside an active span; nodeCpuPerTx: the bench process's CPU per transaction.",
     run: benchWritePath,
   },
   {
     key: 'dispatch',
     title: 'Dispatch: a PENDING backlog drained to RabbitMQ, all confirmed',
-    note: 'Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database\'s drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog at their next poll (pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on. The OpenTelemetry row: the PostgreSQL defaults row again with an SDK (metrics and traces) registered in the dispatcher\'s process, every send a recorded span.',
+    note: "Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database's drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog at their next poll (pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on. The OpenTelemetry row: the PostgreSQL defaults row again with an SDK (metrics and traces) registered in the dispatcher's process, every send a recorded span.",
     run: benchDispatch,
   },
   {
@@ -42,7 +42,7 @@ const SECTIONS: Section[] = [
   {
     key: 'lanes',
     title: 'Lanes: two transports dispatched side by side (PostgreSQL, RabbitMQ and HTTP, 1 KB payload)',
-    note: 'Drain: messages/s from the backlog commit until every row is DONE, in-process apps woken by NOTIFY; two RabbitMQ lanes with half the backlog each (each to its own exchange and queue) beside the default single-transport app with all of it, against the dispatch section\'s plain amqplib baseline, runs rotated (BENCH_LANES_RAW_TWO_QUEUES=1 adds plain amqplib publishing the two halves at once, each to its own queue). Isolation: commit → consumed latency of messages for the default RabbitMQ transport, open loop at 200 msg/s, in the default single-transport app and in an app with a second, HTTP lane: idle, or with every loop of it (4 × 500 sends) waiting on a local endpoint that accepts and never answers (answered between runs, so no attempt times out); ratio p50 / p99 against the latency section\'s hand-written pipeline at the same rate.',
+    note: "Drain: messages/s from the backlog commit until every row is DONE, in-process apps woken by NOTIFY; two RabbitMQ lanes with half the backlog each (each to its own exchange and queue) beside the default single-transport app with all of it, against the dispatch section's plain amqplib baseline, runs rotated (BENCH_LANES_RAW_TWO_QUEUES=1 adds plain amqplib publishing the two halves at once, each to its own queue). Isolation: commit → consumed latency of messages for the default RabbitMQ transport, open loop at 200 msg/s, in the default single-transport app and in an app with a second, HTTP lane: idle, or with every loop of it (4 × 500 sends) waiting on a local endpoint that accepts and never answers (answered between runs, so no attempt times out); ratio p50 / p99 against the latency section's hand-written pipeline at the same rate.",
     run: benchLanes,
   },
   {
@@ -54,13 +54,13 @@ const SECTIONS: Section[] = [
   {
     key: 'webhook-intake',
     title: 'Webhook intake: requests/s through a @WebhookInbox() route (1 KB JSON, PostgreSQL and MariaDB)',
-    note: 'Requests answered 200/s, each a 1 KB JSON webhook with a webhook-id of its own, from a keep-alive node:http client on a thread of its own (closed loop at each concurrency; warm-up before each run; the inbox table emptied between runs), median of runs with min–max. Ratio against a hand-written route of the same application (same process, HTTP stack, pool of 10 and table) storing the same inbox row with its dedupe in dataSource.transaction(); pairedRatio: median of each run\'s ratio against the baseline run beside it, less moved by load from elsewhere on a shared machine. Intake only: the inbox worker is off (dispatcherEnabled: false), and neither route verifies signatures. serverLoopBusy: share of the run the server\'s event loop was busy (on a shared machine this counts waits for a core too); serverCpuPerRequest: CPU time of the server\'s thread (from /proc) per answered request, the load generator\'s thread excluded.',
+    note: "Requests answered 200/s, each a 1 KB JSON webhook with a webhook-id of its own, from a keep-alive node:http client on a thread of its own (closed loop at each concurrency; warm-up before each run; the inbox table emptied between runs), median of runs with min–max. Ratio against a hand-written route of the same application (same process, HTTP stack, pool of 10 and table) storing the same inbox row with its dedupe in dataSource.transaction(); pairedRatio: median of each run's ratio against the baseline run beside it, less moved by load from elsewhere on a shared machine. Intake only: the inbox worker is off (dispatcherEnabled: false), and neither route verifies signatures. serverLoopBusy: share of the run the server's event loop was busy (on a shared machine this counts waits for a core too); serverCpuPerRequest: CPU time of the server's thread (from /proc) per answered request, the load generator's thread excluded.",
     run: benchWebhookIntake,
   },
   {
     key: 'http-delivery',
     title: 'HTTP delivery: a PENDING backlog POSTed by HttpOutboxTransport to a local receiver (PostgreSQL, 1 KB JSON)',
-    note: 'Messages/s from the backlog commit until every row is DONE, each POST answered 200 by a keep-alive node:http receiver on a worker thread of its own; median of runs with min–max, warm-up drain first, order flipped each run. Ratio against a hand-written relay on a copy of the table: claim 500 with FOR UPDATE SKIP LOCKED in 4 loops, POST each with Node\'s keep-alive fetch, one UPDATE to DONE, on a pool of 6 with synchronous_commit off (as the library\'s worker pool). receiverConnections: keep-alive connections open at the end of a drain (fetch\'s pool has no per-origin limit) and those accepted during it; cpuPerMessage: main-thread CPU (from /proc) per message, the receiver\'s thread excluded.',
+    note: "Messages/s from the backlog commit until every row is DONE, each POST answered 200 by a keep-alive node:http receiver on a worker thread of its own; median of runs with min–max, warm-up drain first, order flipped each run. Ratio against a hand-written relay on a copy of the table: claim 500 with FOR UPDATE SKIP LOCKED in 4 loops, POST each with Node's keep-alive fetch, one UPDATE to DONE, on a pool of 6 with synchronous_commit off (as the library's worker pool). receiverConnections: keep-alive connections open at the end of a drain (fetch's pool has no per-origin limit) and those accepted during it; cpuPerMessage: main-thread CPU (from /proc) per message, the receiver's thread excluded.",
     run: benchHttpDelivery,
   },
   {
@@ -81,7 +81,9 @@ function table(rows: object[]): string {
   if (rows.length === 0) return '(no rows)';
   const headers = Object.keys(rows[0]);
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
-  return [line(headers), line(headers.map(() => '---')), ...rows.map((row) => line(headers.map((h) => String((row as Record<string, unknown>)[h]))))].join('\n');
+  return [line(headers), line(headers.map(() => '---')), ...rows.map((row) => line(headers.map((h) => String((row as Record<string, unknown>)[h]))))].join(
+    '\n',
+  );
 }
 
 /**

@@ -40,7 +40,11 @@ type Variant = 'library' | 'byHand' | 'byHandAutoCommit';
 const ROUTES: Record<Variant, { path: string; consumer: string; label: string }> = {
   library: { path: 'library', consumer: 'bench-webhooks', label: '@WebhookInbox() (one auto-commit INSERT)' },
   byHand: { path: 'by-hand', consumer: 'bench-webhooks-by-hand', label: 'hand-written controller, INSERT … dedupe in dataSource.transaction()' },
-  byHandAutoCommit: { path: 'by-hand-auto-commit', consumer: 'bench-webhooks-auto-commit', label: 'diagnostic: hand-written controller, one auto-commit INSERT' },
+  byHandAutoCommit: {
+    path: 'by-hand-auto-commit',
+    consumer: 'bench-webhooks-auto-commit',
+    label: 'diagnostic: hand-written controller, one auto-commit INSERT',
+  },
 };
 
 interface HandledRequest {
@@ -163,10 +167,14 @@ async function measureDatabase(database: TestDatabase, load: HttpLoad): Promise<
       const cpu = (mainThreadCpuMicros() ?? NaN) - (cpuBefore ?? NaN);
       const busy = performance.eventLoopUtilization(before);
       const failures = warm.failures + result.failures;
-      if (failures > 0) throw new Error(`${databaseLabel(database.kind)} ${variant} c${concurrency}: ${failures} request(s) not answered 200, first: ${warm.firstFailure ?? result.firstFailure}`);
+      if (failures > 0)
+        throw new Error(
+          `${databaseLabel(database.kind)} ${variant} c${concurrency}: ${failures} request(s) not answered 200, first: ${warm.firstFailure ?? result.firstFailure}`,
+        );
       // Every 200 stored its row, and only those.
       const [{ n }] = await dataSource.query(statements.countStored, [consumer]);
-      if (Number(n) !== warm.completed + result.completed) throw new Error(`${variant} c${concurrency}: ${n} rows stored for ${warm.completed + result.completed} requests answered 200`);
+      if (Number(n) !== warm.completed + result.completed)
+        throw new Error(`${variant} c${concurrency}: ${n} rows stored for ${warm.completed + result.completed} requests answered 200`);
       return { rate: result.requestsPerSecond, loopBusy: busy.utilization, cpuMicrosPerRequest: cpu / result.completed };
     };
 
@@ -200,4 +208,3 @@ async function measureDatabase(database: TestDatabase, load: HttpLoad): Promise<
     await release();
   }
 }
-

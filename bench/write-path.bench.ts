@@ -133,14 +133,21 @@ async function measureWithSdk(database: TestDatabase, plan: WritePathPlan, phase
     await sdk.unregister();
   }
   // Counted after the last export (at shutdown): evidence that the SDK recorded.
-  console.log(`write-path, ${databaseLabel(database.kind)}: the SDK exported ${sdk.exports.spans.toLocaleString('en-US')} spans and ${sdk.exports.metricExports} metric collections`);
+  console.log(
+    `write-path, ${databaseLabel(database.kind)}: the SDK exported ${sdk.exports.spans.toLocaleString('en-US')} spans and ${sdk.exports.metricExports} metric collections`,
+  );
   if (phase.inSpan && sdk.exports.spans === 0) throw new Error('the OpenTelemetry SDK exported no span: the phase did not run traced');
   if (phase.sdk.metrics !== false && sdk.exports.metricExports === 0) throw new Error('the OpenTelemetry SDK exported no metrics');
   return rows;
 }
 
 /** One phase: its own apps (one per publisher) and baseline, every variant interleaved run by run. */
-async function measurePhase(database: TestDatabase, plan: WritePathPlan, publishers: Record<string, OutboxModuleOptionsInput>, phase: Phase): Promise<WritePathRow[]> {
+async function measurePhase(
+  database: TestDatabase,
+  plan: WritePathPlan,
+  publishers: Record<string, OutboxModuleOptionsInput>,
+  phase: Phase,
+): Promise<WritePathRow[]> {
   const apps: Record<string, INestApplicationContext> = {};
   try {
     for (const [name, outbox] of Object.entries(publishers)) {
@@ -165,7 +172,10 @@ async function measurePhase(database: TestDatabase, plan: WritePathPlan, publish
       variants[name] = () =>
         appDataSource.transaction(async (m) => {
           await business(m);
-          const published = await outbox.publish({ type: 'bench.written', exchange: 'bench', routingKey: 'x', bizKey: `lib-${++written}`, payload: PAYLOAD }, { manager: m });
+          const published = await outbox.publish(
+            { type: 'bench.written', exchange: 'bench', routingKey: 'x', bizKey: `lib-${++written}`, payload: PAYLOAD },
+            { manager: m },
+          );
           lastPublished = published.messageId;
         });
     }

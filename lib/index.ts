@@ -49,7 +49,15 @@ export { WebhookInbox } from './webhooks/webhook-inbox.decorator';
 export type { WebhookInboxOptions, WebhookMessageIdSource } from './webhooks/webhook-inbox-options';
 export type { WebhookRequest } from './webhooks/webhook-request';
 export { signWebhook, verifyWebhook } from './webhooks/standard-webhooks';
-export type { SignWebhookInput, VerifyWebhookInput, WebhookVerification, WebhookRejection, WebhookSecrets, WebhookBody, WebhookHeaders } from './webhooks/standard-webhooks';
+export type {
+  SignWebhookInput,
+  VerifyWebhookInput,
+  WebhookVerification,
+  WebhookRejection,
+  WebhookSecrets,
+  WebhookBody,
+  WebhookHeaders,
+} from './webhooks/standard-webhooks';
 export { StandardWebhooksGuard, VERIFIED_WEBHOOK } from './webhooks/standard-webhooks.guard';
 export type { StandardWebhooksGuardOptions, VerifiedWebhook } from './webhooks/standard-webhooks.guard';
 export { Retention } from './maintenance/retention';
@@ -76,5 +84,12 @@ export { fitReadModels } from './entities/fit-read-models';
 export type { InboxMessageRecord, MessageRecord, OutboxMessageRecord } from './entities/message-records';
 export * from './errors';
 export type {
-  BatchOptions, InboxMessageFilter, ListedInboxMessage, ListedOutboxMessage, MessageFilterFields, MessagePage, MessagePageOptions, OutboxMessageFilter,
+  BatchOptions,
+  InboxMessageFilter,
+  ListedInboxMessage,
+  ListedOutboxMessage,
+  MessageFilterFields,
+  MessagePage,
+  MessagePageOptions,
+  OutboxMessageFilter,
 } from './admin/message-filter';

@@ -68,7 +68,17 @@ export const {
 } = new ConfigurableModuleBuilder<OutboxModuleOptionsInput>({ moduleName: 'Outbox' })
   .setClassMethodName('forRoot')
   .setExtras<OutboxModuleStaticOptions>(
-    { tableName: DEFAULT_OUTBOX_TABLE, inboxTableName: DEFAULT_INBOX_TABLE, dataSourceName: undefined, transport: undefined, transports: undefined, defaultTransport: undefined, isGlobal: true, name: undefined, transactionConnectionName: undefined },
+    {
+      tableName: DEFAULT_OUTBOX_TABLE,
+      inboxTableName: DEFAULT_INBOX_TABLE,
+      dataSourceName: undefined,
+      transport: undefined,
+      transports: undefined,
+      defaultTransport: undefined,
+      isGlobal: true,
+      name: undefined,
+      transactionConnectionName: undefined,
+    },
     (definition) => definition,
   )
   .build();

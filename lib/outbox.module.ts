@@ -68,7 +68,8 @@ export class OutboxModule extends ConfigurableOutboxModule {
   /** Static and runtime options together; every invalid option fails here, where the module is declared. */
   static forRoot(options: typeof OUTBOX_OPTIONS_TYPE = {}): DynamicModule {
     // Static options fail here, where the app's module is declared, before anything connects.
-    const { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal, name, transactionConnectionName, ...runtime } = options;
+    const { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal, name, transactionConnectionName, ...runtime } =
+      options;
     const statics = { tableName, inboxTableName, dataSourceName, transport, transports, defaultTransport, isGlobal, name, transactionConnectionName };
     const problems = [...staticOptionProblems(statics), ...runtimeOptionProblems(runtime)];
     // A transport that checks its settings against the module's does so here too, before any
@@ -161,11 +162,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     global: statics.isGlobal ?? true,
     imports: [...(definition.imports ?? []), DiscoveryModule, readModels],
     providers: [...(definition.providers ?? []), ...providers],
-    exports: [
-      ...(definition.exports ?? []),
-      ...exported.exports,
-      readModels,
-    ],
+    exports: [...(definition.exports ?? []), ...exported.exports, readModels],
   };
 }
 
@@ -178,7 +175,10 @@ function transportProviders(lanes: LaneSpec[], defaultLane: string): Provider[] 
       provide: OUTBOX_TRANSPORTS,
       inject: tokens,
       useFactory: (...transports: OutboxTransport[]) =>
-        new OutboxTransports(lanes.map((spec, index) => ({ name: spec.name, transport: transports[index], spec })), defaultLane),
+        new OutboxTransports(
+          lanes.map((spec, index) => ({ name: spec.name, transport: transports[index], spec })),
+          defaultLane,
+        ),
     },
     { provide: OUTBOX_TRANSPORT, useExisting: laneTransportToken(defaultLane) },
   ];

@@ -29,7 +29,12 @@ export class BenchBroker {
    * Publishes `count` persistent JSON messages, each with its `messageId`, keeping at most
    * CONFIRM_WINDOW unconfirmed, and resolves once the broker confirmed all of them.
    */
-  async publishBacklog(exchange: string, routingKey: string, count: number, message: (n: number) => { messageId: string; body: unknown; type?: string }): Promise<void> {
+  async publishBacklog(
+    exchange: string,
+    routingKey: string,
+    count: number,
+    message: (n: number) => { messageId: string; body: unknown; type?: string },
+  ): Promise<void> {
     for (let first = 0; first < count; first += CONFIRM_WINDOW) {
       const end = Math.min(first + CONFIRM_WINDOW, count);
       for (let n = first; n < end; n++) {

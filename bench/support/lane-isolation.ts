@@ -61,7 +61,12 @@ export async function measureLaneIsolation(plan: IsolationPlan): Promise<Record<
     const partner = HttpOutboxTransport.for({ endpoints: { [ENDPOINT]: { url: endpoint.url, timeoutMs: HANG_TIMEOUT_MS } } });
     const twoLanes = await createTestApp({
       schema: SCHEMA,
-      statics: { transports: { default: RabbitMqOutboxTransport, [PARTNER_LANE]: { transport: partner, batchSize: PARTNER_BATCH_SIZE, dispatchConcurrency: PARTNER_CONCURRENCY } } },
+      statics: {
+        transports: {
+          default: RabbitMqOutboxTransport,
+          [PARTNER_LANE]: { transport: partner, batchSize: PARTNER_BATCH_SIZE, dispatchConcurrency: PARTNER_CONCURRENCY },
+        },
+      },
       // The module refuses a transport whose own timeout is not below sendTimeoutMs.
       outbox: { sendTimeoutMs: HANG_TIMEOUT_MS + 5_000 },
     });
@@ -80,7 +85,8 @@ export async function measureLaneIsolation(plan: IsolationPlan): Promise<Record<
         await hang(endpoint, partnerBacklog);
         try {
           const result = await offer(rate, ms, publisher(twoLanes), timings);
-          if (endpoint.holding !== HUNG_MESSAGES) throw new Error(`the partner lane's hang ended during the run: ${endpoint.holding} of ${HUNG_MESSAGES} requests still held`);
+          if (endpoint.holding !== HUNG_MESSAGES)
+            throw new Error(`the partner lane's hang ended during the run: ${endpoint.holding} of ${HUNG_MESSAGES} requests still held`);
           return result;
         } finally {
           endpoint.answer();

@@ -46,7 +46,8 @@ export function checkedFilter(table: FilteredTable, input: unknown): MessageFilt
   if (fields.bizKey !== undefined) filter.bizKey = text('bizKey', fields.bizKey, {});
   if (fields.errorContains !== undefined) filter.errorContains = text('errorContains', fields.errorContains, { maxCharacters: ERROR_TEXT_MAX_CHARACTERS });
   if (table === 'outbox' && fields.transport !== undefined) {
-    if (!isTransportName(fields.transport)) throw new OutboxAdminFilterError(`transport must be a transport name (${TRANSPORT_NAME_RULE}), got ${shownValue(fields.transport)}`, 'transport');
+    if (!isTransportName(fields.transport))
+      throw new OutboxAdminFilterError(`transport must be a transport name (${TRANSPORT_NAME_RULE}), got ${shownValue(fields.transport)}`, 'transport');
     filter.transport = fields.transport;
   }
   if (table === 'inbox' && fields.consumer !== undefined) filter.consumer = text('consumer', fields.consumer, { maxCharacters: CONSUMER_MAX_CHARACTERS });
@@ -91,7 +92,8 @@ function text(field: string, value: unknown, limits: TextLimits): string {
   if (malformed) throw new OutboxAdminFilterError(`${field} ${malformed}`, field);
   if (limits.maxBytes !== undefined) {
     const bytes = Buffer.byteLength(value);
-    if (bytes > limits.maxBytes) throw new OutboxAdminFilterError(`${field} is ${bytes} bytes in UTF-8, more than any stored ${field} (${limits.maxBytes})`, field);
+    if (bytes > limits.maxBytes)
+      throw new OutboxAdminFilterError(`${field} is ${bytes} bytes in UTF-8, more than any stored ${field} (${limits.maxBytes})`, field);
     return value;
   }
   const max = limits.maxCharacters ?? TEXT_COLUMN_MAX_CHARACTERS;
@@ -101,10 +103,14 @@ function text(field: string, value: unknown, limits: TextLimits): string {
 }
 
 function instant(field: string, value: unknown): Date {
-  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new OutboxAdminFilterError(`${field} must be a valid Date, got ${shownValue(value)}`, field);
+  if (!(value instanceof Date) || Number.isNaN(value.getTime()))
+    throw new OutboxAdminFilterError(`${field} must be a valid Date, got ${shownValue(value)}`, field);
   const year = value.getUTCFullYear();
   if (year < FIRST_YEAR || year > LAST_YEAR) {
-    throw new OutboxAdminFilterError(`${field} must fall in the years ${FIRST_YEAR} to ${LAST_YEAR} (UTC), which every database stores; got ${value.toISOString()}`, field);
+    throw new OutboxAdminFilterError(
+      `${field} must fall in the years ${FIRST_YEAR} to ${LAST_YEAR} (UTC), which every database stores; got ${value.toISOString()}`,
+      field,
+    );
   }
   return value;
 }

@@ -13,7 +13,15 @@ import { OUTBOX_EVENTS } from '../observability/outbox-events';
 import { inboxStats, OutboxStats, outboxStats } from './outbox-stats';
 import { changeInBatches } from './batched-change';
 import { filterForChange, wakesWorker } from './change-scope';
-import { BatchOptions, InboxMessageFilter, ListedInboxMessage, ListedOutboxMessage, MessagePage, MessagePageOptions, OutboxMessageFilter } from './message-filter';
+import {
+  BatchOptions,
+  InboxMessageFilter,
+  ListedInboxMessage,
+  ListedOutboxMessage,
+  MessagePage,
+  MessagePageOptions,
+  OutboxMessageFilter,
+} from './message-filter';
 import { checkedFilter, FilteredTable } from './message-filter-validation';
 import { checkedBatchSize, checkedWindow } from './page-options';
 import { OutboxIdentity } from '../naming/outbox-identity';
@@ -209,11 +217,16 @@ function outboxMessageId(messageId: string): string {
  * delivery was recorded under a `rejected:` or `unrecordable:` id, which its `last_error` quotes.
  */
 function inboxMessageRef(consumer: string, messageId: string): MessageRef {
-  for (const [name, value] of [['consumer', consumer], ['messageId', messageId]] as const) {
+  for (const [name, value] of [
+    ['consumer', consumer],
+    ['messageId', messageId],
+  ] as const) {
     if (typeof value !== 'string' || value.length === 0) throw new OutboxError(`${name} must be a non-empty string, got ${JSON.stringify(value)}`);
     const reason = unstorableReason(value);
     if (reason) {
-      throw new OutboxError(`${name} ${reason}, so no inbox row has it: such a delivery was recorded under a rejected: or unrecordable: id, which its last_error quotes`);
+      throw new OutboxError(
+        `${name} ${reason}, so no inbox row has it: such a delivery was recorded under a rejected: or unrecordable: id, which its last_error quotes`,
+      );
     }
   }
   return { consumer, messageId };

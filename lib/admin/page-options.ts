@@ -30,7 +30,8 @@ export function checkedBatchSize(batch: BatchOptions | undefined): number {
 
 function options(name: string, value: unknown): object {
   if (value === undefined) return {};
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new OutboxAdminFilterError(`${name} must be an object, got ${shownValue(value)}`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new OutboxAdminFilterError(`${name} must be an object, got ${shownValue(value)}`);
   return value;
 }
 

@@ -45,7 +45,8 @@ export function stringOption(values: OptionValues, name: string): string | undef
 export function dataSourceFileOption(values: OptionValues): string | undefined {
   const short = stringOption(values, 'data-source');
   const typeorm = stringOption(values, 'dataSource');
-  if (short !== undefined && typeorm !== undefined && short !== typeorm) throw new CliUsageError('give the DataSource file once: -d and --dataSource name two files');
+  if (short !== undefined && typeorm !== undefined && short !== typeorm)
+    throw new CliUsageError('give the DataSource file once: -d and --dataSource name two files');
   return short ?? typeorm;
 }
 

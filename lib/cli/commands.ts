@@ -9,7 +9,16 @@ import { sqlCommand } from './sql-command';
 import { statusCommand } from './status-command';
 
 /** Every command, in the order the help lists them. */
-export const COMMANDS: readonly CliCommand[] = [statusCommand, migrateCommand, sqlCommand, listCommand, requeueCommand, abandonCommand, purgeCommand, replayCommand];
+export const COMMANDS: readonly CliCommand[] = [
+  statusCommand,
+  migrateCommand,
+  sqlCommand,
+  listCommand,
+  requeueCommand,
+  abandonCommand,
+  purgeCommand,
+  replayCommand,
+];
 
 /** The help of the command line as a whole. */
 export function commandLineHelp(): string {

@@ -37,7 +37,10 @@ export async function loadDataSourceFile(file: string): Promise<DataSource> {
       if (isDataSource(awaited) && !found.has(awaited)) found.set(awaited, name);
     }
   }
-  if (found.size === 0) throw new CliUsageError(`${file} exports no DataSource: export a TypeORM DataSource instance (the default export or a named one), as TypeORM's CLI expects`);
+  if (found.size === 0)
+    throw new CliUsageError(
+      `${file} exports no DataSource: export a TypeORM DataSource instance (the default export or a named one), as TypeORM's CLI expects`,
+    );
   if (found.size > 1) throw new CliUsageError(`${file} exports several DataSources (${[...found.values()].join(', ')}): give a file that exports one`);
   return ofThisTypeorm([...found.keys()][0], file);
 }

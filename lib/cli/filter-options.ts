@@ -56,17 +56,30 @@ export function filteredTable(values: OptionValues): FilteredTable {
 
 /** The filter as OutboxAdmin takes it, from the options given; its checks are the admin's own. */
 export function filterFields(values: OptionValues, table: FilteredTable): Record<string, unknown> {
-  if (table === 'inbox' && values.transport !== undefined) throw new CliUsageError('--transport filters the outbox; inbox deliveries are filtered by --consumer');
+  if (table === 'inbox' && values.transport !== undefined)
+    throw new CliUsageError('--transport filters the outbox; inbox deliveries are filtered by --consumer');
   if (table === 'outbox' && values.consumer !== undefined) throw new CliUsageError('--consumer filters the inbox: add --inbox');
   const fields: Record<string, unknown> = {};
   const statuses = ((values.status as string[] | undefined) ?? []).flatMap((status) => status.split(',')).map((status) => status.trim().toUpperCase());
   if (statuses.length > 0) fields.status = statuses.length === 1 ? statuses[0] : statuses;
-  const text: [string, string][] = [['type', 'type'], ['biz-key', 'bizKey'], ['transport', 'transport'], ['consumer', 'consumer'], ['error-contains', 'errorContains']];
+  const text: [string, string][] = [
+    ['type', 'type'],
+    ['biz-key', 'bizKey'],
+    ['transport', 'transport'],
+    ['consumer', 'consumer'],
+    ['error-contains', 'errorContains'],
+  ];
   for (const [option, field] of text) if (typeof values[option] === 'string') fields[field] = values[option];
-  for (const [option, field] of [['created-after', 'createdAfter'], ['created-before', 'createdBefore']]) {
+  for (const [option, field] of [
+    ['created-after', 'createdAfter'],
+    ['created-before', 'createdBefore'],
+  ]) {
     const value = values[option];
     if (typeof value !== 'string') continue;
-    if (!ISO_INSTANT.test(value)) throw new CliUsageError(`--${option} must be a date (2024-03-01, midnight UTC) or an ISO 8601 time with its zone (2024-03-01T12:00:00Z), got ${JSON.stringify(value)}`);
+    if (!ISO_INSTANT.test(value))
+      throw new CliUsageError(
+        `--${option} must be a date (2024-03-01, midnight UTC) or an ISO 8601 time with its zone (2024-03-01T12:00:00Z), got ${JSON.stringify(value)}`,
+      );
     fields[field] = new Date(value.replace(' ', 'T'));
   }
   return fields;
@@ -82,7 +95,14 @@ export function checkedByAdmin<T>(check: () => T): T {
   } catch (error) {
     if (!(error instanceof OutboxAdminFilterError)) throw error;
     const option = error.field === undefined ? undefined : OPTION_OF_FIELD[error.field];
-    const hint = option ? ` (${option})` : error.field === undefined ? `; filter options: ${Object.keys(FILTER_OPTIONS).filter((name) => name !== 'inbox').map((name) => `--${name}`).join(', ')}` : '';
+    const hint = option
+      ? ` (${option})`
+      : error.field === undefined
+        ? `; filter options: ${Object.keys(FILTER_OPTIONS)
+            .filter((name) => name !== 'inbox')
+            .map((name) => `--${name}`)
+            .join(', ')}`
+        : '';
     throw new CliUsageError(`${error.message}${hint}`);
   }
 }

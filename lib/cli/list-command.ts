@@ -51,7 +51,11 @@ Examples:
       const messages = rows.slice(0, window.limit);
       const next = rows.length > window.limit ? messages[messages.length - 1].id : null;
       if (values.json) {
-        printJson(output, { table: table === 'outbox' ? connection.tables.outbox : connection.tables.inbox, messages: messages.map((row) => listed(row, table)), next });
+        printJson(output, {
+          table: table === 'outbox' ? connection.tables.outbox : connection.tables.inbox,
+          messages: messages.map((row) => listed(row, table)),
+          next,
+        });
         return ExitCode.OK;
       }
       if (messages.length === 0) {
@@ -60,7 +64,9 @@ Examples:
       }
       output.out(messagesTable(messages, table));
       const order = window.newestFirst ? 'newest first' : 'oldest first';
-      output.out(`\n${counted(messages.length, table === 'outbox' ? 'message' : 'delivery')} (${order}).${next ? ` More: the same command with --after ${next}` : ''}\n`);
+      output.out(
+        `\n${counted(messages.length, table === 'outbox' ? 'message' : 'delivery')} (${order}).${next ? ` More: the same command with --after ${next}` : ''}\n`,
+      );
       return ExitCode.OK;
     });
   },

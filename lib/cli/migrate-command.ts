@@ -99,7 +99,8 @@ function describeActions(result: { outbox: { table: string; action: MigrateActio
   }
   const lines: string[] = [];
   if (outbox.action === 'created') lines.push(`Created the outbox table ${outbox.table} (schema version ${LATEST_OUTBOX_VERSION}).`);
-  if (outbox.action === 'upgraded') lines.push(`Upgraded the outbox table ${outbox.table} from schema version 1 to ${LATEST_OUTBOX_VERSION} (transport and destination columns, lane index).`);
+  if (outbox.action === 'upgraded')
+    lines.push(`Upgraded the outbox table ${outbox.table} from schema version 1 to ${LATEST_OUTBOX_VERSION} (transport and destination columns, lane index).`);
   if (outbox.action === 'none') lines.push(`The outbox table ${outbox.table} is at schema version ${LATEST_OUTBOX_VERSION} already.`);
   lines.push(inbox.action === 'created' ? `Created the inbox table ${inbox.table}.` : `The inbox table ${inbox.table} exists already.`);
   return `${lines.join('\n')}\n`;

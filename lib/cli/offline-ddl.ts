@@ -43,7 +43,12 @@ export function offlineDdlSource(name: DialectName, options: { schema?: string; 
     case 'postgres':
       return { name, description: 'PostgreSQL', ddl: new PostgresDialect(), quoted };
     case 'sqlite':
-      return { name, description: 'SQLite 3.38 or later', ddl: { outboxTableDdl: sqliteOutboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, inboxTableDdl: sqliteInboxTableDdl }, quoted };
+      return {
+        name,
+        description: 'SQLite 3.38 or later',
+        ddl: { outboxTableDdl: sqliteOutboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, inboxTableDdl: sqliteInboxTableDdl },
+        quoted,
+      };
     case 'mysql':
     case 'mariadb': {
       const server = describeMysqlServer(serverVersionText(name, options.serverVersion));
@@ -57,7 +62,8 @@ export function offlineDdlSource(name: DialectName, options: { schema?: string; 
 /** The `VERSION()` text of the server to write for: as given (MariaDB's marked as such), or the assumed one. */
 function serverVersionText(name: 'mysql' | 'mariadb', given: string | undefined): string {
   if (given === undefined) return ASSUMED_SERVER_VERSION[name];
-  if (!/^\d+\.\d+(\.\d+)?/.test(given)) throw new CliUsageError(`--server-version must be a server version such as 8.0.36 or 10.11.6, got ${JSON.stringify(given)}`);
+  if (!/^\d+\.\d+(\.\d+)?/.test(given))
+    throw new CliUsageError(`--server-version must be a server version such as 8.0.36 or 10.11.6, got ${JSON.stringify(given)}`);
   const mariadb = /mariadb/i.test(given);
   if (name === 'mysql' && mariadb) throw new CliUsageError(`--server-version ${given} is a MariaDB version: give --dialect mariadb`);
   return name === 'mariadb' && !mariadb ? `${given}-MariaDB` : given;

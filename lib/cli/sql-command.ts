@@ -82,7 +82,8 @@ Examples:
     }
     return withConnection(values, async (connection) => {
       const source = connectedDdlSource(connection);
-      if (dialect !== undefined && dialect !== source.name) throw new CliUsageError(`--dialect ${dialect} does not match the DataSource's database, ${source.name}`);
+      if (dialect !== undefined && dialect !== source.name)
+        throw new CliUsageError(`--dialect ${dialect} does not match the DataSource's database, ${source.name}`);
       return print(source);
     });
   },
@@ -98,7 +99,8 @@ function versionRange(values: OptionValues): { from: number; to: number } {
   const from = integerOption(values, 'from') ?? 0;
   const to = integerOption(values, 'to') ?? LATEST_OUTBOX_VERSION;
   if (from !== 0 && from !== 1) throw new CliUsageError(`--from must be 0 (no tables) or 1, got ${JSON.stringify(from)}`);
-  if (typeof to !== 'number' || to < 1 || to > LATEST_OUTBOX_VERSION) throw new CliUsageError(`--to must be 1 or ${LATEST_OUTBOX_VERSION}, got ${JSON.stringify(to)}`);
+  if (typeof to !== 'number' || to < 1 || to > LATEST_OUTBOX_VERSION)
+    throw new CliUsageError(`--to must be 1 or ${LATEST_OUTBOX_VERSION}, got ${JSON.stringify(to)}`);
   if (from >= to) throw new CliUsageError(`--from (${from}) must be below --to (${to}): there is nothing to print`);
   return { from, to };
 }

@@ -1,7 +1,19 @@
 import { DataSource } from 'typeorm';
 import {
-  ArchiveTable, ChangeBatch, ChangeBatchOutcome, ClaimRef, ExpiredClaim, FailedSettlement, HealthCounts, ListedMessage, ListWindow, MessageChange, MessageFilter, MessageRef,
-  ParkedKey, StateTable,
+  ArchiveTable,
+  ChangeBatch,
+  ChangeBatchOutcome,
+  ClaimRef,
+  ExpiredClaim,
+  FailedSettlement,
+  HealthCounts,
+  ListedMessage,
+  ListWindow,
+  MessageChange,
+  MessageFilter,
+  MessageRef,
+  ParkedKey,
+  StateTable,
 } from '../engine/state-table';
 import { StatusSummary } from '../engine/status-summary';
 import { MessageStatus } from '../message/message-status';
@@ -196,9 +208,7 @@ export abstract class SqlStateTable implements StateTable {
     const candidates = this.flavour.skipLocked ? `${chosen}\n      ${this.flavour.skipLocked('c')}` : chosen;
     const rows = `WHERE id IN (${candidates}) AND ${statusInSql('status', statuses)} RETURNING ${this.flavour.selectId('id')} AS id`;
     const sql =
-      change === 'purge'
-        ? `DELETE FROM ${this.table} ${rows}`
-        : `UPDATE ${this.table} SET ${changeAssignments(change, this.scope, this.flavour.now)} ${rows}`;
+      change === 'purge' ? `DELETE FROM ${this.table} ${rows}` : `UPDATE ${this.table} SET ${changeAssignments(change, this.scope, this.flavour.now)} ${rows}`;
     const result = await this.flavour.run(dataSource, sql, params.values);
     return outcomeOfChanged(result.rows.map((r) => String(r.id)));
   }
@@ -209,7 +219,12 @@ export abstract class SqlStateTable implements StateTable {
            next_attempt_at = ${this.flavour.now}, claim_token = NULL, claimed_at = NULL, claimed_by = NULL`;
   }
 
-  private async updateClaims<T extends ClaimRef>(target: SqlTarget, claims: T[], values: PerClaimValue<T>[], set: (names: ClaimBatchNames) => string): Promise<number> {
+  private async updateClaims<T extends ClaimRef>(
+    target: SqlTarget,
+    claims: T[],
+    values: PerClaimValue<T>[],
+    set: (names: ClaimBatchNames) => string,
+  ): Promise<number> {
     const statement = this.flavour.updateClaims(claims, values, set);
     return (await this.flavour.run(target, statement.sql, statement.params)).changed;
   }

@@ -32,7 +32,12 @@ export function orderingRule(table: string, scope: string): string {
  * to the clock so that an empty table still reports the time. `now` is the dialect's clock
  * expression; `time(expression, alias)` selects a time as the dialect reads it back.
  */
-export function statusSummarySql(table: string, scope: string | null, now: string, time = (expression: string, alias: string) => `${expression} AS ${alias}`): string {
+export function statusSummarySql(
+  table: string,
+  scope: string | null,
+  now: string,
+  time = (expression: string, alias: string) => `${expression} AS ${alias}`,
+): string {
   const due = `${CLAIMABLE_SQL} AND next_attempt_at <= ${now}`;
   return `SELECT ${time('clock.db_now', 'db_now')}, g.scope, g.status, g.n, g.due, ${time('g.oldest_due', 'oldest_due')}
     FROM (SELECT ${now} AS db_now) AS clock

@@ -38,11 +38,7 @@ export interface BatchSettlement {
  * `RetryLaterError` on the error's chain asks, up to a day), or MANUAL_REQUIRED when the error is
  * fatal or this was the last allowed attempt.
  */
-export function failedSettlement(
-  claim: AttemptedClaim,
-  error: unknown,
-  policy: FailurePolicy,
-): FailedSettlement {
+export function failedSettlement(claim: AttemptedClaim, error: unknown, policy: FailurePolicy): FailedSettlement {
   const failedAttempts = claim.attempts + 1;
   const exhausted = failedAttempts >= claim.maxAttempts;
   const fatal = classifyFailure(error, policy.isFatalError) === 'fatal';
@@ -56,11 +52,7 @@ export function failedSettlement(
 }
 
 /** Sorts a batch's send results into DONE, failed and released settlements. */
-export function settleBatch<T extends AttemptedClaim>(
-  claimed: T[],
-  results: PromiseSettledResult<unknown>[],
-  policy: FailurePolicy,
-): BatchSettlement {
+export function settleBatch<T extends AttemptedClaim>(claimed: T[], results: PromiseSettledResult<unknown>[], policy: FailurePolicy): BatchSettlement {
   const settlement: BatchSettlement = { done: [], failed: [], released: [] };
   claimed.forEach((message, index) => {
     const result = results[index];

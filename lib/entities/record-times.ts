@@ -59,7 +59,7 @@ function mysqlTimes(options: { timezone?: string; dateStrings?: boolean | string
   if (timezone === 'local') {
     const warning = localZoneShifts()
       ? "the DataSource reads MariaDB/MySQL times as the process's local time (its timezone option is 'local', mysql2's default, or dateStrings is on): " +
-        "the outbox read models convert them back to UTC, except times in the hour a daylight-saving change skips, which read an hour late. " +
+        'the outbox read models convert them back to UTC, except times in the hour a daylight-saving change skips, which read an hour late. ' +
         "Set timezone: 'Z' on the DataSource to read every time exactly"
       : undefined;
     return { transformer: reading(fromLocalWallClock), warning };

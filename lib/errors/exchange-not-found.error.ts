@@ -9,7 +9,8 @@ export class ExchangeNotFoundError extends OutboxError {
   constructor(
     /** The exchange the message names. */
     readonly exchange: string,
-    options?: { cause?: unknown }) {
+    options?: { cause?: unknown },
+  ) {
     super(`Exchange ${JSON.stringify(exchange)} does not exist on the broker: declare it, or abandon the message`, options);
   }
 }

@@ -64,7 +64,8 @@ export class OutboxHealthIndicator {
     const down = counted.filter((name) => states[name] === 'unavailable');
     const transport = down.length > 0 ? 'unavailable' : 'available';
     // With one transport the details stay as they were; with several, each is named.
-    const transportDetails: { transport: string; transports?: Record<string, string> } = Object.keys(states).length > 1 ? { transport, transports: states } : { transport };
+    const transportDetails: { transport: string; transports?: Record<string, string> } =
+      Object.keys(states).length > 1 ? { transport, transports: states } : { transport };
     let stats: OutboxStats;
     try {
       stats = await withTimeout(admin.stats(), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
@@ -83,7 +84,10 @@ export class OutboxHealthIndicator {
   private outboxParts(name: string | undefined): { admin: OutboxAdmin; transports?: OutboxTransports } {
     const named = namedOutbox(name);
     if (named === undefined) {
-      if (!this.admin) throw new OutboxError('OutboxHealthIndicator: the application configures no default outbox; name the outbox to check, isHealthy(key, { outbox: name })');
+      if (!this.admin)
+        throw new OutboxError(
+          'OutboxHealthIndicator: the application configures no default outbox; name the outbox to check, isHealthy(key, { outbox: name })',
+        );
       return { admin: this.admin, transports: this.transports };
     }
     try {
@@ -92,7 +96,9 @@ export class OutboxHealthIndicator {
         transports: this.moduleRef.get<OutboxTransports>(getOutboxTransportsToken(named), { strict: false }),
       };
     } catch {
-      throw new OutboxError(`OutboxHealthIndicator: ${describeOutbox(named)} is not configured; import OutboxModule.forRoot({ name: ${JSON.stringify(named)}, ... })`);
+      throw new OutboxError(
+        `OutboxHealthIndicator: ${describeOutbox(named)} is not configured; import OutboxModule.forRoot({ name: ${JSON.stringify(named)}, ... })`,
+      );
     }
   }
 }

@@ -6,5 +6,7 @@ import { createHash } from 'node:crypto';
  * and `order` + `paid:42`), and it fits the column whatever their length.
  */
 export function bizKeyMessageId(type: string, bizKey: string): string {
-  return `bizkey:${createHash('sha256').update(JSON.stringify([type, bizKey])).digest('hex')}`;
+  return `bizkey:${createHash('sha256')
+    .update(JSON.stringify([type, bizKey]))
+    .digest('hex')}`;
 }

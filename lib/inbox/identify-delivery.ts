@@ -32,7 +32,9 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
   if (body.length > maxBodyBytes) rejections.push(`the body has ${body.length} bytes, more than inboxMaxBodyBytes (${maxBodyBytes})`);
   if (handler.mode === 'deferred' && handler.customDeserializer && rejections.length === 0 && !isFaithfulText(body)) {
     // The row keeps the body as text: the worker's deserializer would get other bytes.
-    rejections.push(`the body is not UTF-8 text without NUL characters, and consumer "${handler.consumer}" is deferred with a deserializer of its own, which would get other bytes from the stored text; use mode 'transactional' for binary bodies`);
+    rejections.push(
+      `the body is not UTF-8 text without NUL characters, and consumer "${handler.consumer}" is deferred with a deserializer of its own, which would get other bytes from the stored text; use mode 'transactional' for binary bodies`,
+    );
   }
 
   const bizKey = rejections.length === 0 ? extractKey('bizKey', handler.bizKey, payload, message, rejections) : null;
@@ -47,14 +49,22 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
     rejections.push(`the message has no messageId, and consumer "${handler.consumer}" has no bizKey extractor or messageIdFallback to dedupe it by`);
   }
   const unstorable = new Set<string>();
-  for (const [name, value] of [['messageId', messageId], ['type', type]] as const) {
+  for (const [name, value] of [
+    ['messageId', messageId],
+    ['type', type],
+  ] as const) {
     const reason = value ? unstorableReason(value) : undefined;
     if (reason) {
       unstorable.add(name);
       rejections.push(`${name} ${reason}: "${printable(value)}"`);
     }
   }
-  for (const [name, value] of [['messageId', messageId], ['bizKey', bizKey], ['orderingKey', orderingKey], ['type', type]] as const) {
+  for (const [name, value] of [
+    ['messageId', messageId],
+    ['bizKey', bizKey],
+    ['orderingKey', orderingKey],
+    ['type', type],
+  ] as const) {
     if (value && value.length > KEY_MAX) {
       unstorable.add(name);
       rejections.push(`${name} is longer than ${KEY_MAX} characters`);

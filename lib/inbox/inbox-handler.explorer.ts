@@ -61,7 +61,9 @@ export class InboxHandlerExplorer implements OnModuleInit {
 
   private register(wrapper: InstanceWrapper, methodName: string, method: object, options: InboxHandlerOptions, where: string): void {
     if (!this.transactionHost) {
-      throw new OutboxError(`${where} runs handlers in transactions: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)${transactionConnectionHint(this.identity)}`);
+      throw new OutboxError(
+        `${where} runs handlers in transactions: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)${transactionConnectionHint(this.identity)}`,
+      );
     }
     // @RabbitSubscribe() is golevelup's: an @InboxHandler means it is installed.
     const { RABBIT_HANDLER } = golevelup();
@@ -75,7 +77,9 @@ export class InboxHandlerExplorer implements OnModuleInit {
     }
     const consumer = options.consumer ?? `${wrapper.metatype!.name}.${methodName}`;
     if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || unstorableReason(consumer)) {
-      throw new OutboxError(`${where}: consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters, well-formed and without NUL (the inbox table's column)`);
+      throw new OutboxError(
+        `${where}: consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters, well-formed and without NUL (the inbox table's column)`,
+      );
     }
     this.consumers.claimName(consumer, where);
     const maxAttempts = options.maxAttempts ?? this.options.maxAttempts;
@@ -107,16 +111,18 @@ export class InboxHandlerExplorer implements OnModuleInit {
       },
       deserialize,
       customDeserializer: rabbit.deserializer !== undefined,
-      callDirectly: runsMethodAlone(wrapper.metatype!, methodName, method)
-        ? (callback, args) => callAsNest(callback, wrapper.instance, args)
-        : undefined,
+      callDirectly: runsMethodAlone(wrapper.metatype!, methodName, method) ? (callback, args) => callAsNest(callback, wrapper.instance, args) : undefined,
     };
     if (definition.mode === 'deferred') this.consumers.registerDeferred({ consumer, runStored: (row, replay) => runStoredDelivery(definition, row, replay) });
     Reflect.defineMetadata(INBOX_HANDLER_DEFINITION, definition, method);
     Reflect.defineMetadata(DECLARED_RABBIT_HANDLER, rabbit, method);
     Reflect.defineMetadata(
       RABBIT_HANDLER,
-      { ...rabbit, deserializer: deserialize, errorHandler: guardedErrorHandler(subscription.errorHandler, `${wrapper.metatype!.name}.${methodName}`, this.logger) },
+      {
+        ...rabbit,
+        deserializer: deserialize,
+        errorHandler: guardedErrorHandler(subscription.errorHandler, `${wrapper.metatype!.name}.${methodName}`, this.logger),
+      },
       method,
     );
   }

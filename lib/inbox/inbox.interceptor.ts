@@ -40,7 +40,14 @@ export class InboxInterceptor implements NestInterceptor {
     // A deferred row the worker is running: the delivery was stored when it arrived.
     const replay = takeReplay(message);
     if (replay) return from(replay(runRest));
-    const inbox = outboxServiceOf(this.moduleRef, this.namedInboxes, definition.outbox, this.inbox, getInboxServiceToken, `@InboxHandler on ${context.getClass().name}`);
+    const inbox = outboxServiceOf(
+      this.moduleRef,
+      this.namedInboxes,
+      definition.outbox,
+      this.inbox,
+      getInboxServiceToken,
+      `@InboxHandler on ${context.getClass().name}`,
+    );
     return from(inbox.receive(definition, payload, message, runRest));
   }
 }

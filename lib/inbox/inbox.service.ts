@@ -193,7 +193,14 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     this.recorded(row, message);
     if (status === undefined) return undefined; // handled meanwhile by a concurrent delivery
     const subject = `${printable(row.consumer)} failed on message ${printable(row.messageId)}`;
-    const event = { table: 'inbox' as const, consumer: row.consumer, messageId: row.messageId, type: row.type, error: description, errorType: errorType(error) };
+    const event = {
+      table: 'inbox' as const,
+      consumer: row.consumer,
+      messageId: row.messageId,
+      type: row.type,
+      error: description,
+      errorType: errorType(error),
+    };
     if (status.status === MessageStatus.MANUAL_REQUIRED) this.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ ...event, attempts: status.attempts }));
     else this.identity.emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...event, attempt: status.attempts }));
     if (status.status === MessageStatus.MANUAL_REQUIRED) {
@@ -216,7 +223,15 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
       return this.fallback.recordingFailed(row, message, error, `recording its rejection (${reason})`);
     }
     this.recorded(row, message);
-    this.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ table: 'inbox', consumer: row.consumer, messageId: row.messageId, type: row.type, attempts: 1, error: reason, errorType: 'RejectedDelivery' }));
+    this.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({
+      table: 'inbox',
+      consumer: row.consumer,
+      messageId: row.messageId,
+      type: row.type,
+      attempts: 1,
+      error: reason,
+      errorType: 'RejectedDelivery',
+    }));
     this.logger.error(`${printable(row.consumer)} rejected message ${printable(row.messageId)} (MANUAL_REQUIRED, dead-lettered): ${reason}`);
     return nack(false);
   }

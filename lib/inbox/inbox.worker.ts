@@ -69,7 +69,10 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       logger: this.logger,
     });
     this.worker = worker;
-    this.scheduler.addInterval(this.identity.scheduleName(POLL_INTERVAL_NAME), setInterval(() => worker.trigger(), this.options.pollIntervalMs));
+    this.scheduler.addInterval(
+      this.identity.scheduleName(POLL_INTERVAL_NAME),
+      setInterval(() => worker.trigger(), this.options.pollIntervalMs),
+    );
     this.wakeup.subscribe(() => worker.trigger());
     worker.trigger();
   }
@@ -129,9 +132,16 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       chainError = error;
     }
     if (outcome?.done) {
-      this.identity.emit(OUTBOX_EVENTS.handled, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type, handlerMs: performance.now() - started }));
+      this.identity.emit(OUTBOX_EVENTS.handled, () => ({
+        consumer: row.consumer,
+        messageId: row.messageId,
+        type: row.type,
+        handlerMs: performance.now() - started,
+      }));
       if (chainError !== undefined) {
-        this.logger.warn(`${printable(row.consumer)}: message ${printable(row.messageId)} was processed, then the handler chain threw: ${describeError(chainError, 300)}`);
+        this.logger.warn(
+          `${printable(row.consumer)}: message ${printable(row.messageId)} was processed, then the handler chain threw: ${describeError(chainError, 300)}`,
+        );
       }
       return;
     }
@@ -148,7 +158,14 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     const settlement = failedSettlement(row, error, this.failurePolicy);
     // Retried: a lost settle would leave the row PROCESSING until the stuck detector reclaims it.
     await persistently(() => this.dialect.settleFailed(this.dataSource, [settlement]));
-    const event = { table: 'inbox' as const, consumer: row.consumer, messageId: row.messageId, type: row.type, error: settlement.error, errorType: errorType(error) };
+    const event = {
+      table: 'inbox' as const,
+      consumer: row.consumer,
+      messageId: row.messageId,
+      type: row.type,
+      error: settlement.error,
+      errorType: errorType(error),
+    };
     if (settlement.status === MessageStatus.MANUAL_REQUIRED) this.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ ...event, attempts: row.attempts + 1 }));
     else this.identity.emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...event, attempt: row.attempts + 1, delayMs: settlement.delayMs }));
     const outcomeText = settlement.status === MessageStatus.MANUAL_REQUIRED ? 'gave up (MANUAL_REQUIRED)' : `retrying in ${settlement.delayMs} ms`;

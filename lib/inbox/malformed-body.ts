@@ -9,9 +9,7 @@ export class MalformedBody {
 }
 
 /** Wraps a deserializer so that it never throws. */
-export function safeDeserializer(
-  deserialize: (content: Buffer, message: ConsumeMessage) => unknown = (content) => JSON.parse(content.toString('utf8')),
-) {
+export function safeDeserializer(deserialize: (content: Buffer, message: ConsumeMessage) => unknown = (content) => JSON.parse(content.toString('utf8'))) {
   return (content: Buffer, message: ConsumeMessage): unknown => {
     if (content.length === 0) return new MalformedBody('the body is empty');
     try {

@@ -11,7 +11,12 @@ export type NestHandlerChain = (payload: unknown, message: unknown, headers: unk
  * (the inbox interceptor, guards and pipes find theirs there), through the external context
  * creator with golevelup's parameter factory and its `rmq` context type.
  */
-export function nestHandlerChain(contextCreator: ExternalContextCreator, instance: object, methodName: string, method: (...args: unknown[]) => unknown): NestHandlerChain {
+export function nestHandlerChain(
+  contextCreator: ExternalContextCreator,
+  instance: object,
+  methodName: string,
+  method: (...args: unknown[]) => unknown,
+): NestHandlerChain {
   const { RABBIT_CONTEXT_TYPE_KEY, RabbitRpcParamsFactory } = golevelup();
   const bound = method.bind(instance);
   for (const key of Reflect.getMetadataKeys(method)) Reflect.defineMetadata(key, Reflect.getMetadata(key, method), bound);

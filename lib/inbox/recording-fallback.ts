@@ -59,7 +59,9 @@ export class RecordingFallback {
     if (isConnectionError(error) || isTransientConflict(error)) {
       const streak = this.failures.failed(key);
       if (!streak.giveUp) {
-        this.logger.error(`${subject}: ${what} failed, the database is unavailable (${cause}); handed back to the broker in ${UNAVAILABLE_RETRY_DELAY_MS} ms, no attempt counted`);
+        this.logger.error(
+          `${subject}: ${what} failed, the database is unavailable (${cause}); handed back to the broker in ${UNAVAILABLE_RETRY_DELAY_MS} ms, no attempt counted`,
+        );
         return this.handBack();
       }
       const reason = `the inbox could not record it ${streak.failures} times in a row, each time with an error of an unavailable database, while ${what}; last: ${cause}`;
@@ -95,7 +97,9 @@ export class RecordingFallback {
           break;
         }
         this.failures.forget(key);
-        this.logger.error(`${printable(row.consumer)}: message ${printable(message.properties?.messageId)} is MANUAL_REQUIRED as ${form.row.messageId} and dead-lettered: ${lastErrorText}`);
+        this.logger.error(
+          `${printable(row.consumer)}: message ${printable(message.properties?.messageId)} is MANUAL_REQUIRED as ${form.row.messageId} and dead-lettered: ${lastErrorText}`,
+        );
         return nack(false);
       }
     }

@@ -34,7 +34,9 @@ export function resolveSubscription(moduleRef: ModuleRef, rabbit: RabbitHandlerC
   }
   const behaviors = new Set(entries.map((entry) => entry?.errorBehavior).filter((b) => b !== undefined));
   if (behaviors.size > 1) {
-    throw new OutboxError(`${where}: RabbitMQModule's handlers entries "${lookup}" set different errorBehavior values; the inbox needs one per handler: set it on @RabbitSubscribe()`);
+    throw new OutboxError(
+      `${where}: RabbitMQModule's handlers entries "${lookup}" set different errorBehavior values; the inbox needs one per handler: set it on @RabbitSubscribe()`,
+    );
   }
   const { getHandlerForLegacyBehavior, MessageHandlerErrorBehavior } = golevelup();
   const behavior: MessageHandlerErrorBehavior =

@@ -71,7 +71,10 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
   onApplicationBootstrap(): void {
     // The dispatcher reports a missing ScheduleModule; without it there is nothing to reclaim for.
     if (!this.options.dispatcherEnabled || !this.scheduler) return;
-    const timer = setInterval(() => void this.check().catch((error) => this.logger.error(`Stuck check failed: ${describeError(error, 500)}`)), this.options.stuckCheckIntervalMs);
+    const timer = setInterval(
+      () => void this.check().catch((error) => this.logger.error(`Stuck check failed: ${describeError(error, 500)}`)),
+      this.options.stuckCheckIntervalMs,
+    );
     this.scheduler.addInterval(this.identity.scheduleName(CHECK_INTERVAL_NAME), timer);
   }
 
@@ -125,7 +128,11 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
       const expired = await table.findExpiredClaims(this.dataSource, this.options.stuckReclaimAfterMs, RECLAIM_PAGE);
       if (expired.length === 0) return reclaimed;
       const settlements = expired.map((claim) =>
-        failedSettlement(claim, new Error(`claim by ${claim.claimedBy ?? 'unknown'} expired after ${this.options.stuckReclaimAfterMs} ms without a settle`), this.failurePolicy),
+        failedSettlement(
+          claim,
+          new Error(`claim by ${claim.claimedBy ?? 'unknown'} expired after ${this.options.stuckReclaimAfterMs} ms without a settle`),
+          this.failurePolicy,
+        ),
       );
       const changed = await table.settleFailed(this.dataSource, settlements);
       reclaimed += changed;

@@ -51,7 +51,10 @@ export function encodedHeadersSize(headers: object): number {
 export function encodedHeaderTableSize(headers: object, maxBytes = AMQP_HEADERS_MAX_BYTES): number {
   const size = tableSize(headers, 1, []);
   if (size > maxBytes) {
-    const limit = maxBytes === AMQP_HEADERS_MAX_BYTES ? `the ${maxBytes} bytes amqplib can send` : `${maxBytes} bytes (amqplib's ${AMQP_HEADERS_MAX_BYTES}, less ${AMQP_HEADERS_MAX_BYTES - maxBytes} kept for the delivery headers)`;
+    const limit =
+      maxBytes === AMQP_HEADERS_MAX_BYTES
+        ? `the ${maxBytes} bytes amqplib can send`
+        : `${maxBytes} bytes (amqplib's ${AMQP_HEADERS_MAX_BYTES}, less ${AMQP_HEADERS_MAX_BYTES - maxBytes} kept for the delivery headers)`;
     throw invalid(`headers encode to ${size} bytes as an AMQP field table, more than ${limit}; move large values to the payload`);
   }
   return size;
@@ -72,7 +75,9 @@ function tableSize(table: object, depth: number, path: Path): number {
 
 function nameBytes(name: string, depth: number, path: Path): number {
   if (name === '__proto__') {
-    throw invalid(`${where(path)}: amqplib's decoder sets an object's prototype for a field named "__proto__" instead of a field, so the receiver would not get it; rename it`);
+    throw invalid(
+      `${where(path)}: amqplib's decoder sets an object's prototype for a field named "__proto__" instead of a field, so the receiver would not get it; rename it`,
+    );
   }
   // amqplib takes any nested table with an own "!" for a type annotation ({ "!": type, value }),
   // and looks for it through the table's own hasOwnProperty.
@@ -130,7 +135,9 @@ function arraySize(array: unknown[], depth: number, path: Path): number {
 function numberBytes(n: number, path: Path): number {
   if (n >= DOUBLE_FROM || (Math.abs(n) < INTEGER_ONLY_FROM && !Number.isInteger(n))) return 8;
   if (!Number.isInteger(n)) {
-    throw invalid(`${where(path)} is ${n}: amqplib sends a number of magnitude 2^50 or more as a 64-bit integer, so it cannot send this fraction (it throws); send it as a string`);
+    throw invalid(
+      `${where(path)} is ${n}: amqplib sends a number of magnitude 2^50 or more as a 64-bit integer, so it cannot send this fraction (it throws); send it as a string`,
+    );
   }
   if (n < INT64_MIN) {
     throw invalid(`${where(path)} is ${n}, below -2^63: amqplib sends it as a 64-bit integer, which cannot hold it (it throws); send it as a string`);

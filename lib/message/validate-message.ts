@@ -94,7 +94,10 @@ function availability(message: OutboxMessage): Pick<NewOutboxRow, 'delayMs' | 'a
     const time = availableAt instanceof Date ? availableAt.getTime() : NaN;
     // Year 9999 at most: every database's time column holds it.
     if (!(Number.isFinite(time) && time <= MAX_AVAILABLE_AT)) {
-      throw new OutboxMessageInvalidError(`availableAt must be a valid Date before the year 10000, got ${availableAt instanceof Date ? 'an invalid Date' : describe(availableAt)}`, 'availableAt');
+      throw new OutboxMessageInvalidError(
+        `availableAt must be a valid Date before the year 10000, got ${availableAt instanceof Date ? 'an invalid Date' : describe(availableAt)}`,
+        'availableAt',
+      );
     }
     return { delayMs: 0, availableAt: new Date(Math.max(time, 0)).toISOString() };
   }

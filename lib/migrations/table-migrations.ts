@@ -66,7 +66,9 @@ export function createOutboxTableV2Migration(tableName: string = DEFAULT_OUTBOX_
 
     async down(): Promise<void> {
       // Rows of other transports would silently go to the default one.
-      throw new OutboxError(`${this.name} cannot be reverted: without the transport column, messages published for other transports would be sent by the default one`);
+      throw new OutboxError(
+        `${this.name} cannot be reverted: without the transport column, messages published for other transports would be sent by the default one`,
+      );
     }
   };
 }

@@ -13,7 +13,8 @@ export function configuredOutboxes(discovery: DiscoveryService): Set<string | un
   for (const wrapper of discovery.getProviders()) {
     if (wrapper.token !== OutboxIdentity) continue;
     const { name } = wrapper.instance as OutboxIdentity;
-    if (name !== undefined && names.has(name)) throw new OutboxError(`OutboxModule.forRoot() is imported twice with name ${JSON.stringify(name)}: give each outbox a name of its own`);
+    if (name !== undefined && names.has(name))
+      throw new OutboxError(`OutboxModule.forRoot() is imported twice with name ${JSON.stringify(name)}: give each outbox a name of its own`);
     names.add(name);
   }
   return names;
@@ -30,7 +31,10 @@ export function chosenOutbox(where: string, option: unknown, configured: Readonl
   const name = namedOutbox(option as string | undefined);
   if (!configured.has(name)) {
     const known = [...configured].map(describeOutbox).join(', ') || 'none';
-    const fix = name === undefined ? "give the handler an `outbox` option naming one of them" : `import OutboxModule.forRoot({ name: ${JSON.stringify(name)}, ... }), or name a configured outbox`;
+    const fix =
+      name === undefined
+        ? 'give the handler an `outbox` option naming one of them'
+        : `import OutboxModule.forRoot({ name: ${JSON.stringify(name)}, ... }), or name a configured outbox`;
     throw new OutboxError(`${where} uses ${describeOutbox(name)}, which the application does not configure (configured: ${known}); ${fix}`);
   }
   return name;

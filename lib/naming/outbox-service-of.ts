@@ -25,6 +25,7 @@ export function outboxServiceOf<T>(
       // Not configured: told below.
     }
   }
-  if (service === undefined) throw new OutboxError(`${where} uses ${describeOutbox(name)}, which this application does not configure; is OutboxModule imported?`);
+  if (service === undefined)
+    throw new OutboxError(`${where} uses ${describeOutbox(name)}, which this application does not configure; is OutboxModule imported?`);
   return service;
 }

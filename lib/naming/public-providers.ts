@@ -53,7 +53,10 @@ const VALUES: [symbol, (name: string) => OutboxToken<unknown>][] = [
 export function publicProviders(name: string | undefined): { providers: Provider[]; exports: OutboxToken<unknown>[] } {
   const admin: Provider = { provide: OUTBOX_ADMIN, useExisting: name === undefined ? OutboxAdmin : getOutboxAdminToken(name) };
   if (name === undefined) {
-    return { providers: [...SERVICES.map(([service]) => service), admin], exports: [...SERVICES.map(([service]) => service), ...VALUES.map(([token]) => token)] };
+    return {
+      providers: [...SERVICES.map(([service]) => service), admin],
+      exports: [...SERVICES.map(([service]) => service), ...VALUES.map(([token]) => token)],
+    };
   }
   const services = SERVICES.map(([service, tokenOf]) => ({ provide: tokenOf(name), useClass: service }));
   const values = VALUES.map(([token, tokenOf]) => ({ provide: tokenOf(name), useExisting: token }));

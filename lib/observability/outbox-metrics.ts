@@ -173,7 +173,8 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
       return;
     }
     const observe = (table: 'outbox' | 'inbox', attributes: Attributes, figures: TableStats) => {
-      for (const [status, count] of Object.entries(figures.counts)) result.observe(m.rows, count, { [TABLE]: table, [STATUS]: status, ...attributes, ...this.outboxAttributes });
+      for (const [status, count] of Object.entries(figures.counts))
+        result.observe(m.rows, count, { [TABLE]: table, [STATUS]: status, ...attributes, ...this.outboxAttributes });
       result.observe(m.lag, figures.lagMs / 1_000, { [TABLE]: table, ...attributes, ...this.outboxAttributes });
     };
     for (const [transport, figures] of Object.entries(stats.outbox.byTransport)) observe('outbox', { [TRANSPORT]: transport }, figures);

@@ -55,7 +55,12 @@ export interface TracedOperation {
  * delivery's), or none when nothing records spans (no SDK): then the caller runs untraced, at
  * the cost of this call.
  */
-export function startSpanFrom(headers: Carrier, name: string, kind: 'producer' | 'consumer', attributes: Record<string, string | number>): TracedOperation | undefined {
+export function startSpanFrom(
+  headers: Carrier,
+  name: string,
+  kind: 'producer' | 'consumer',
+  attributes: Record<string, string | number>,
+): TracedOperation | undefined {
   const api = openTelemetryIfInstalled();
   if (!api) return undefined;
   const tracer: Tracer = api.trace.getTracer(TRACER_NAME);

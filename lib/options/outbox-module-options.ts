@@ -27,11 +27,15 @@ export class OutboxModuleOptions {
    * their confirms at once: a wide window keeps the broker busy (docs/performance.md has the
    * measurements behind the default).
    */
-  @IsInt() @Min(1) @Max(10_000)
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
   batchSize = 500;
 
   /** Batches a dispatcher keeps in flight at once (claim → send → settle loops). */
-  @IsInt() @Min(1) @Max(64)
+  @IsInt()
+  @Min(1)
+  @Max(64)
   dispatchConcurrency = 4;
 
   /**
@@ -40,7 +44,10 @@ export class OutboxModuleOptions {
    * concurrency of every transport's lane, summed, + 2.
    * 0 shares the application's pool. SQLite always shares its one connection.
    */
-  @IsOptional() @IsInt() @Min(0) @Max(100)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(100)
   workerPoolSize?: number = undefined;
 
   /**
@@ -53,15 +60,19 @@ export class OutboxModuleOptions {
   workerSynchronousCommit = false;
 
   /** Polling interval: the backstop when no wake-up arrives. */
-  @IsInt() @Min(10)
+  @IsInt()
+  @Min(10)
   pollIntervalMs = 1_000;
 
   /** How long to wait for a broker confirm before the send counts as failed. */
-  @IsInt() @Min(100)
+  @IsInt()
+  @Min(100)
   sendTimeoutMs = 10_000;
 
   /** Failed attempts after which a message goes to MANUAL_REQUIRED. A message's own `maxAttempts` has the same bounds. */
-  @IsInt() @Min(1) @Max(MAX_ATTEMPTS_LIMIT)
+  @IsInt()
+  @Min(1)
+  @Max(MAX_ATTEMPTS_LIMIT)
   maxAttempts = 10;
 
   /**
@@ -70,19 +81,24 @@ export class OutboxModuleOptions {
    * default `max_allowed_packet` (16 MiB) caps what it can insert; RabbitMQ's default
    * `max_message_size` (128 MiB) caps the option.
    */
-  @IsInt() @Min(1) @Max(MAX_PAYLOAD_BYTES_LIMIT)
+  @IsInt()
+  @Min(1)
+  @Max(MAX_PAYLOAD_BYTES_LIMIT)
   maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES;
 
   /** First retry delay; doubles with every attempt up to `backoffMaxMs`. */
-  @IsInt() @Min(1)
+  @IsInt()
+  @Min(1)
   backoffBaseMs = 1_000;
 
   /** Upper bound of the retry delay before jitter. */
-  @IsInt() @Min(1)
+  @IsInt()
+  @Min(1)
   backoffMaxMs = 300_000;
 
   /** Jitter added to each delay, as a fraction of it (0.2 = up to +20%). In [0, 1]. */
-  @Min(0) @Max(1)
+  @Min(0)
+  @Max(1)
   backoffJitter = 0.2;
 
   /**
@@ -92,19 +108,24 @@ export class OutboxModuleOptions {
    * `stuckCheckIntervalMs` (a tenth) and `sendTimeoutMs` (a thirtieth); any of them set explicitly
    * keeps its value. Unset: those four keep their own defaults (a 300 s lease). At least 3,000.
    */
-  @IsOptional() @IsInt() @Min(MIN_CLAIM_LEASE_MS)
+  @IsOptional()
+  @IsInt()
+  @Min(MIN_CLAIM_LEASE_MS)
   claimLeaseMs?: number = undefined;
 
   /** How often the stuck detector looks for abandoned claims and reports the backlog. */
-  @IsInt() @Min(100)
+  @IsInt()
+  @Min(100)
   stuckCheckIntervalMs = 30_000;
 
   /** A PROCESSING row older than this is logged as a warning. */
-  @IsInt() @Min(100)
+  @IsInt()
+  @Min(100)
   stuckWarnAfterMs = 60_000;
 
   /** A PROCESSING row older than this is reclaimed (its claimant is presumed dead). */
-  @IsInt() @Min(100)
+  @IsInt()
+  @Min(100)
   stuckReclaimAfterMs = 300_000;
 
   /** Send a cross-instance wake-up (PostgreSQL NOTIFY) from publishing transactions. */
@@ -112,11 +133,13 @@ export class OutboxModuleOptions {
   notifyEnabled = true;
 
   /** At most one wake-up notification per this interval per process: notifying commits serialise. */
-  @IsInt() @Min(0)
+  @IsInt()
+  @Min(0)
   notifyMinIntervalMs = 250;
 
   /** Name of the NOTIFY channel. */
-  @IsString() @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'notifyChannel must be a lower-case SQL identifier' })
+  @IsString()
+  @Matches(/^[a-z_][a-z0-9_]{0,62}$/, { message: 'notifyChannel must be a lower-case SQL identifier' })
   notifyChannel = 'nestjs_outbox';
 
   /** Publish with the AMQP `mandatory` flag so that unroutable messages are not counted as sent. */
@@ -134,15 +157,20 @@ export class OutboxModuleOptions {
   tableMetrics = true;
 
   /** Characters of the last error kept on a row. */
-  @IsInt() @Min(100) @Max(10_000)
+  @IsInt()
+  @Min(100)
+  @Max(10_000)
   lastErrorMaxLength = 2_000;
 
   /** Deferred inbox rows claimed per batch (each runs its handler in its own transaction). */
-  @IsInt() @Min(1) @Max(1_000)
+  @IsInt()
+  @Min(1)
+  @Max(1_000)
   inboxBatchSize = 20;
 
   /** Largest message body an inbox handler accepts; larger ones are rejected to MANUAL_REQUIRED. */
-  @IsInt() @Min(1)
+  @IsInt()
+  @Min(1)
   inboxMaxBodyBytes = 1_048_576;
 
   /**
@@ -150,15 +178,19 @@ export class OutboxModuleOptions {
    * `retentionMode`). This is also the inbox's dedupe window: a duplicate arriving later than
    * this is processed again. 0 keeps all.
    */
-  @IsInt() @Min(0)
+  @IsInt()
+  @Min(0)
   retentionMs = 7 * 24 * 3_600_000;
 
   /** How often retention runs. */
-  @IsInt() @Min(1_000)
+  @IsInt()
+  @Min(1_000)
   retentionIntervalMs = 3_600_000;
 
   /** Rows deleted (or archived) per retention batch, so no single statement holds locks for long. */
-  @IsInt() @Min(1) @Max(100_000)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
   retentionBatchSize = 1_000;
 
   /**
@@ -173,7 +205,10 @@ export class OutboxModuleOptions {
   retentionMode: RetentionMode = 'delete';
 
   /** Written to `claimed_by`; defaults to host name and process id. */
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   instanceId?: string = undefined;
 
   /**

@@ -81,13 +81,19 @@ export function laneOptionProblems(
   const { transports, defaultTransport } = statics;
   if (transports === undefined) {
     if (defaultTransport !== undefined && defaultTransport !== DEFAULT_TRANSPORT_NAME) {
-      problems.push(`defaultTransport ${JSON.stringify(defaultTransport)} names no transport: without transports, the one transport is named "${DEFAULT_TRANSPORT_NAME}"`);
+      problems.push(
+        `defaultTransport ${JSON.stringify(defaultTransport)} names no transport: without transports, the one transport is named "${DEFAULT_TRANSPORT_NAME}"`,
+      );
     }
     return problems;
   }
-  if (statics.transport !== undefined) problems.push('transport and transports are both set: name every transport in transports (e.g. transports: { default: ..., partner: ... })');
+  if (statics.transport !== undefined)
+    problems.push('transport and transports are both set: name every transport in transports (e.g. transports: { default: ..., partner: ... })');
   if (transports === null || typeof transports !== 'object' || Array.isArray(transports)) {
-    return [...problems, 'transports must be an object naming each transport: { name: TransportClass } or { name: { transport: TransportClass, batchSize, ... } }'];
+    return [
+      ...problems,
+      'transports must be an object naming each transport: { name: TransportClass } or { name: { transport: TransportClass, batchSize, ... } }',
+    ];
   }
   const names = Object.keys(transports);
   if (names.length === 0) problems.push('transports names no transport: give at least one, or leave it out for the default RabbitMQ transport');
@@ -104,7 +110,9 @@ export function laneOptionProblems(
     problems.push(`defaultTransport ${JSON.stringify(defaultTransport)} is not one of transports (${names.join(', ')})`);
   }
   if (defaultTransport === undefined && names.length > 1 && !names.includes(DEFAULT_TRANSPORT_NAME)) {
-    problems.push(`transports names ${names.length} transports and none is "${DEFAULT_TRANSPORT_NAME}": set defaultTransport to the one that sends messages published without a transport`);
+    problems.push(
+      `transports names ${names.length} transports and none is "${DEFAULT_TRANSPORT_NAME}": set defaultTransport to the one that sends messages published without a transport`,
+    );
   }
   return problems;
 }

@@ -34,9 +34,7 @@ function checkOutboxOptions(input: OutboxModuleOptionsInput | undefined): { opti
 }
 
 function describe(error: ValidationError): string[] {
-  return Object.values(error.constraints ?? {}).map((text) =>
-    text.startsWith(error.property) ? text : `${error.property}: ${text}`,
-  );
+  return Object.values(error.constraints ?? {}).map((text) => (text.startsWith(error.property) ? text : `${error.property}: ${text}`));
 }
 
 function unknownKeys(input: OutboxModuleOptionsInput | undefined): string[] {

@@ -24,7 +24,9 @@ export function staticOptionProblems(statics: OutboxModuleStaticOptions): string
   const name = outboxNameProblem('name', statics.name);
   if (name) problems.push(name);
   if (statics.transactionConnectionName !== undefined && (typeof statics.transactionConnectionName !== 'string' || statics.transactionConnectionName === '')) {
-    problems.push(`transactionConnectionName must be the connectionName of a ClsPluginTransactional (a non-empty string), got ${describe(statics.transactionConnectionName)}`);
+    problems.push(
+      `transactionConnectionName must be the connectionName of a ClsPluginTransactional (a non-empty string), got ${describe(statics.transactionConnectionName)}`,
+    );
   }
   if (statics.isGlobal !== undefined && typeof statics.isGlobal !== 'boolean') {
     problems.push(`isGlobal must be true or false, got ${describe(statics.isGlobal)}`);

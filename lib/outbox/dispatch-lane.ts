@@ -104,9 +104,7 @@ export class DispatchLane {
     const { dialect, dataSource } = this.spec;
     // Timed only for a listener: the events are free when nobody subscribes.
     const sendMs = listening(OUTBOX_EVENTS.sent, OUTBOX_EVENTS.retryScheduled, OUTBOX_EVENTS.manualRequired) ? new Array<number>(claimed.length) : undefined;
-    const results = await Promise.allSettled(
-      claimed.map((message, index) => (sendMs ? timed(() => this.send(message), sendMs, index) : this.send(message))),
-    );
+    const results = await Promise.allSettled(claimed.map((message, index) => (sendMs ? timed(() => this.send(message), sendMs, index) : this.send(message))));
     const { done, failed, released } = settleBatch(claimed, results, this.spec.failurePolicy);
     if (released.length > 0) this.paused = true;
     // Retried: a lost settle would leave its rows PROCESSING until the stuck detector reclaims them.
@@ -120,7 +118,13 @@ export class DispatchLane {
   }
 
   /** The batch's outcomes as events (see `OUTBOX_EVENTS`). */
-  private announce(claimed: ClaimedMessage[], results: PromiseSettledResult<unknown>[], failed: FailedSettlement[], sendMs: number[] | undefined, lost: number): void {
+  private announce(
+    claimed: ClaimedMessage[],
+    results: PromiseSettledResult<unknown>[],
+    failed: FailedSettlement[],
+    sendMs: number[] | undefined,
+    lost: number,
+  ): void {
     const transport = this.spec.name;
     const now = Date.now();
     claimed.forEach((message, index) => {
@@ -148,7 +152,8 @@ export class DispatchLane {
         errorType: errorType(result.status === 'rejected' ? result.reason : undefined),
         sendMs: sendMs?.[index],
       };
-      if (settlement.status === MessageStatus.MANUAL_REQUIRED) this.spec.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ ...common, attempts: message.attempts + 1 }));
+      if (settlement.status === MessageStatus.MANUAL_REQUIRED)
+        this.spec.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ ...common, attempts: message.attempts + 1 }));
       else this.spec.identity.emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...common, attempt: message.attempts + 1, delayMs: settlement.delayMs }));
     }
     if (lost > 0) this.spec.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'outbox', transport, count: lost }));

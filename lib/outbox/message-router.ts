@@ -22,7 +22,10 @@ export function transportOf(
   const routed = route?.(message);
   if (routed === undefined || routed === null) return defaultName;
   if (!isTransportName(routed)) {
-    throw new OutboxMessageInvalidError(`route() returned ${JSON.stringify(routed)}, which is not a transport name (${TRANSPORT_NAME_RULE}); return undefined for the default transport`, 'transport');
+    throw new OutboxMessageInvalidError(
+      `route() returned ${JSON.stringify(routed)}, which is not a transport name (${TRANSPORT_NAME_RULE}); return undefined for the default transport`,
+      'transport',
+    );
   }
   return routed;
 }

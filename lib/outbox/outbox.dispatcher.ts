@@ -76,7 +76,9 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
   /** Nest lifecycle hook: fails the start-up when the dispatcher is enabled without `ScheduleModule`. */
   onModuleInit(): void {
     if (this.options.dispatcherEnabled && !this.scheduler) {
-      throw new OutboxError('OutboxModule dispatches on @nestjs/schedule: add ScheduleModule.forRoot() to your application imports (or set dispatcherEnabled: false)');
+      throw new OutboxError(
+        'OutboxModule dispatches on @nestjs/schedule: add ScheduleModule.forRoot() to your application imports (or set dispatcherEnabled: false)',
+      );
     }
   }
 
@@ -84,7 +86,10 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
   async onApplicationBootstrap(): Promise<void> {
     if (!this.options.dispatcherEnabled || !this.scheduler) return;
     for (const lane of this.lanes) {
-      this.scheduler.addInterval(this.intervalName(lane.name), setInterval(() => lane.resume(), this.pollIntervals.get(lane.name)));
+      this.scheduler.addInterval(
+        this.intervalName(lane.name),
+        setInterval(() => lane.resume(), this.pollIntervals.get(lane.name)),
+      );
       // A backlog that waited for its transport is sent as soon as it is back, not at the next poll.
       const transport = this.transports.get(lane.name)!;
       if (transport.onAvailable) this.unsubscribe.push(transport.onAvailable(() => lane.resume()));

@@ -80,8 +80,7 @@ export class OutboxService {
   }
 
   private transactionManager(operation: string, options: OutboxWriteOptions | undefined): EntityManager {
-    const manager =
-      options?.manager ?? (this.transactionHost?.isTransactionActive() ? this.transactionHost.tx : undefined);
+    const manager = options?.manager ?? (this.transactionHost?.isTransactionActive() ? this.transactionHost.tx : undefined);
     if (!manager?.queryRunner?.isTransactionActive) throw new OutboxOutsideTransactionError(operation);
     if (manager.connection !== this.dataSource) {
       throw new OutboxError(`${operation}() was given a transaction of another DataSource than the outbox's; the message would not commit atomically with it`);

@@ -19,7 +19,10 @@ export async function prepareArchiveTablesAtStartup(dataSource: DataSource, dial
   const created: string[] = [];
   const problems = await withQueryRunner(dataSource, async (runner) => {
     const found: string[] = [];
-    for (const [kind, table] of [['outbox', tables.outbox], ['inbox', tables.inbox]] as [TableKind, string][]) {
+    for (const [kind, table] of [
+      ['outbox', tables.outbox],
+      ['inbox', tables.inbox],
+    ] as [TableKind, string][]) {
       const archive = archiveTableName(table);
       const columns = await tableColumns(runner, dialect, archive);
       if (columns.size === 0 && synchronizes) {

@@ -15,7 +15,10 @@ import { tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-sche
 export async function createTablesAtStartup(dataSource: DataSource, dialect: DatabaseDialect, tables: { outbox: string; inbox: string }): Promise<void> {
   if (!dataSource.options.synchronize) return;
   const upgraded = await withQueryRunner(dataSource, async (runner) => {
-    for (const [kind, table] of [['outbox', tables.outbox], ['inbox', tables.inbox]] as const) {
+    for (const [kind, table] of [
+      ['outbox', tables.outbox],
+      ['inbox', tables.inbox],
+    ] as const) {
       // Only a missing table: version 1's statements on an upgraded table would bring back the
       // index version 2 dropped. Another process may create it meanwhile: every statement is a
       // no-op on what exists.

@@ -17,7 +17,10 @@ export async function verifyTablesAtStartup(dataSource: DataSource, dialect: Dat
   const synchronizes = Boolean(dataSource.options.synchronize);
   const problems = await withQueryRunner(dataSource, async (runner) => {
     const found: string[] = [];
-    for (const [kind, table] of [['outbox', tables.outbox], ['inbox', tables.inbox]] as [TableKind, string][]) {
+    for (const [kind, table] of [
+      ['outbox', tables.outbox],
+      ['inbox', tables.inbox],
+    ] as [TableKind, string][]) {
       const columns = await tableColumns(runner, dialect, table);
       if (synchronizes && (columns.size === 0 || (kind === 'outbox' && isOutboxV1(columns)))) continue;
       const problem = tableShapeProblem(kind, table, [...columns]);

@@ -115,7 +115,10 @@ export class CapturingOutboxTransport implements OutboxTransport {
       this.failing.remaining -= 1;
       const { failure } = this.failing;
       if (this.failing.remaining === 0) this.failing = undefined;
-      const error = typeof failure === 'function' ? failure(outgoing) : (failure ?? new Error(`CapturingOutboxTransport: send of ${message.messageId} failed, as the test asked`));
+      const error =
+        typeof failure === 'function'
+          ? failure(outgoing)
+          : (failure ?? new Error(`CapturingOutboxTransport: send of ${message.messageId} failed, as the test asked`));
       this.failed.push({ message: outgoing, error });
       throw error;
     }

@@ -38,11 +38,7 @@ let deliveryTag = 0;
  * the handler's deserializer on the body, then the handler's Nest chain (guards, interceptors
  * including the inbox's, pipes) with `[payload, ConsumeMessage, headers]`.
  */
-export async function deliverOnce(
-  subscription: InboxSubscription,
-  message: CapturedMessage,
-  delivery: number,
-): Promise<LoopbackDelivery> {
+export async function deliverOnce(subscription: InboxSubscription, message: CapturedMessage, delivery: number): Promise<LoopbackDelivery> {
   const redelivered = delivery > 1;
   const consumeMessage = asConsumeMessage(message, redelivered, subscription.quorum ? delivery - 1 : undefined);
   const { definition } = subscription;

@@ -12,7 +12,12 @@ import { describeOutbox } from '../naming/outbox-name';
  */
 export function outboxPart<T>(app: INestApplicationContext, name: string | undefined, token: InjectionToken): T {
   const discovery = app.get(DiscoveryService, { strict: false });
-  const identity = discovery.getProviders().find((wrapper) => wrapper.token === OutboxIdentity && (wrapper.instance as OutboxIdentity | undefined)?.name === name);
-  if (!identity?.host) throw new OutboxError(`The application configures no ${describeOutbox(name).replace(/^the /, '')}: import OutboxModule.forRoot(${name === undefined ? '' : `{ name: ${JSON.stringify(name)}, ... }`})`);
+  const identity = discovery
+    .getProviders()
+    .find((wrapper) => wrapper.token === OutboxIdentity && (wrapper.instance as OutboxIdentity | undefined)?.name === name);
+  if (!identity?.host)
+    throw new OutboxError(
+      `The application configures no ${describeOutbox(name).replace(/^the /, '')}: import OutboxModule.forRoot(${name === undefined ? '' : `{ name: ${JSON.stringify(name)}, ... }`})`,
+    );
   return identity.host.getProviderByKey(token).instance as T;
 }

@@ -128,7 +128,10 @@ export class OutboxTestKit {
     const transports = this.part<OutboxTransports>(OUTBOX_TRANSPORTS);
     const transport = transports.get(name) as unknown;
     if (!(transport instanceof CapturingOutboxTransport)) {
-      const found = transport === undefined ? `not configured (transports: ${transports.names().join(', ')})` : `${(transport as object).constructor?.name}, not CapturingOutboxTransport`;
+      const found =
+        transport === undefined
+          ? `not configured (transports: ${transports.names().join(', ')})`
+          : `${(transport as object).constructor?.name}, not CapturingOutboxTransport`;
       throw new OutboxTestKitError(`The outbox transport ${JSON.stringify(name)} is ${found}: configure it as CapturingOutboxTransport in the test`);
     }
     return transport;
@@ -162,7 +165,9 @@ export class OutboxTestKit {
     let retriesScheduled = false;
     while (true) {
       if (result.rounds >= settings.maxRounds) {
-        throw new OutboxTestKitError(`flush() still found work after ${settings.maxRounds} rounds: a handler that publishes what it consumes, or retries that never end? Raise maxRounds if this is expected`);
+        throw new OutboxTestKitError(
+          `flush() still found work after ${settings.maxRounds} rounds: a handler that publishes what it consumes, or retries that never end? Raise maxRounds if this is expected`,
+        );
       }
       result.rounds += 1;
       const before = { ...dispatcher.stats };
@@ -188,7 +193,10 @@ export class OutboxTestKit {
    * the producer would arrive (`redelivered: true`: as the broker's redelivery of an unacknowledged
    * delivery). Requeued deliveries are delivered again at once. Returns this call's deliveries.
    */
-  async deliver(message: CapturedMessage, options: Pick<FlushOptions, 'exchangeTypes' | 'maxDeliveries'> & { redelivered?: boolean } = {}): Promise<LoopbackDelivery[]> {
+  async deliver(
+    message: CapturedMessage,
+    options: Pick<FlushOptions, 'exchangeTypes' | 'maxDeliveries'> & { redelivered?: boolean } = {},
+  ): Promise<LoopbackDelivery[]> {
     const settings = { ...this.defaults, ...options };
     const made: LoopbackDelivery[] = [];
     for (const queue of this.queuesFor(message, settings.exchangeTypes)) {
@@ -202,9 +210,12 @@ export class OutboxTestKit {
         this.state.deliveries.push(outcome);
         made.push(outcome);
         if (outcome.outcome === 'error') {
-          throw new OutboxTestKitError(`${outcome.handler} threw on ${message.type} ${message.messageId} before the inbox answered (a guard, pipe or interceptor): ${describeError(outcome.error, 500)}`, {
-            cause: outcome.error,
-          });
+          throw new OutboxTestKitError(
+            `${outcome.handler} threw on ${message.type} ${message.messageId} before the inbox answered (a guard, pipe or interceptor): ${describeError(outcome.error, 500)}`,
+            {
+              cause: outcome.error,
+            },
+          );
         }
         if (outcome.outcome !== 'requeue') break;
       }

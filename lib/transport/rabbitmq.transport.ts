@@ -133,7 +133,9 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
         case 'returned':
           throw new UnroutableMessageError(message.messageId, message.exchange, message.routingKey);
         case 'nacked':
-          throw new OutboxError(`The broker nacked message ${message.messageId}: it could not take responsibility for it (e.g. a queue with x-overflow reject-publish is full)`);
+          throw new OutboxError(
+            `The broker nacked message ${message.messageId}: it could not take responsibility for it (e.g. a queue with x-overflow reject-publish is full)`,
+          );
         case 'unencodable':
           throw this.unencodable(message, outcome.error);
         case 'closed':
@@ -167,9 +169,14 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
    */
   private assertEncodable(message: OutgoingMessage, headers: object): void {
     try {
-      for (const [field, value] of [['exchange', message.exchange], ['routingKey', message.routingKey], ['type', message.type]]) {
+      for (const [field, value] of [
+        ['exchange', message.exchange],
+        ['routingKey', message.routingKey],
+        ['type', message.type],
+      ]) {
         const bytes = Buffer.byteLength(value);
-        if (bytes > AMQP_SHORT_STRING_MAX_BYTES) throw new Error(`its ${field} is ${bytes} bytes, more than AMQP's ${AMQP_SHORT_STRING_MAX_BYTES}-byte short string`);
+        if (bytes > AMQP_SHORT_STRING_MAX_BYTES)
+          throw new Error(`its ${field} is ${bytes} bytes, more than AMQP's ${AMQP_SHORT_STRING_MAX_BYTES}-byte short string`);
       }
       if (message.exchange === '') refuseLineBreaks('routingKey', message.routingKey, 'queue');
       else refuseLineBreaks('exchange', message.exchange, 'exchange');
@@ -240,9 +247,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   }
 
   private logBrokerClose(error: BrokerCloseError, isolating: boolean): void {
-    const consequence = isolating
-      ? 'the message sent alone on it caused it and fails'
-      : 'the message(s) it names fail; the others on it are sent again';
+    const consequence = isolating ? 'the message sent alone on it caused it and fails' : 'the message(s) it names fail; the others on it are sent again';
     this.logger.warn(`The broker closed an outbox channel (${error.message}): ${consequence}`);
   }
 

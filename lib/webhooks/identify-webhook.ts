@@ -44,7 +44,11 @@ export function identifyWebhook(definition: WebhookInboxDefinition, arrived: Arr
   }
   const type = keys.type ?? '';
   const messageId = keys.messageId ?? (keys.bizKey ? bizKeyMessageId(type, keys.bizKey) : null);
-  if (messageId === null) return refuse(400, `the request has no message id (from ${definition.messageIdSource}) and no bizKey for consumer "${definition.consumer}" to dedupe it by`);
+  if (messageId === null)
+    return refuse(
+      400,
+      `the request has no message id (from ${definition.messageIdSource}) and no bizKey for consumer "${definition.consumer}" to dedupe it by`,
+    );
   if (messageId.length > KEY_MAX) return refuse(400, `the message id is longer than ${KEY_MAX} characters`);
 
   const kept: Record<string, string> = {};

@@ -26,7 +26,9 @@ export function rawBodyOf(request: RequestWithBody, who: string): Buffer {
       HttpStatus.INTERNAL_SERVER_ERROR,
     );
   }
-  const contentType = String(headers['content-type'] ?? 'none').split(';')[0].trim();
+  const contentType = String(headers['content-type'] ?? 'none')
+    .split(';')[0]
+    .trim();
   throw new HttpException(
     `${who} cannot take a body of content type ${JSON.stringify(contentType)}: the application has no parser for it (register one with app.useBodyParser)`,
     HttpStatus.UNSUPPORTED_MEDIA_TYPE,

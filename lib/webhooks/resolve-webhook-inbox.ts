@@ -14,13 +14,18 @@ export interface WebhookInboxDefaults {
 
 const OPTION_NAMES = new Set(['outbox', 'consumer', 'messageId', 'type', 'bizKey', 'orderingKey', 'maxAttempts', 'status', 'maxBodyBytes', 'headers']);
 
-
 /** A `@WebhookInbox()`'s options checked and resolved, or every problem with them, each naming its option. */
-export function resolveWebhookInbox(options: WebhookInboxOptions, defaults: WebhookInboxDefaults, where: string): { definition?: WebhookInboxDefinition; problems: string[] } {
+export function resolveWebhookInbox(
+  options: WebhookInboxOptions,
+  defaults: WebhookInboxDefaults,
+  where: string,
+): { definition?: WebhookInboxDefinition; problems: string[] } {
   const problems: string[] = [];
   const consumer = options.consumer ?? defaults.consumer;
   if (typeof consumer !== 'string' || consumer.length === 0 || consumer.length > CONSUMER_NAME_MAX_LENGTH || unstorableReason(consumer)) {
-    problems.push(`consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters, well-formed and without NUL (the inbox table's column)`);
+    problems.push(
+      `consumer must be a non-empty string of at most ${CONSUMER_NAME_MAX_LENGTH} characters, well-formed and without NUL (the inbox table's column)`,
+    );
   }
   for (const key of Object.keys(options ?? {})) {
     if (!OPTION_NAMES.has(key)) problems.push(`${key} is not an option of @WebhookInbox()`);
@@ -36,7 +41,8 @@ export function resolveWebhookInbox(options: WebhookInboxOptions, defaults: Webh
     if (options[name] !== undefined && typeof options[name] !== 'function') problems.push(`${name} must be a function of the request`);
   }
   const maxAttempts = options.maxAttempts ?? defaults.maxAttempts;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_ATTEMPTS_LIMIT) problems.push(`maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}`);
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_ATTEMPTS_LIMIT)
+    problems.push(`maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}`);
   const status = options.status ?? 200;
   if (status !== 200 && status !== 202) problems.push('status must be 200 or 202');
   const maxBodyBytes = options.maxBodyBytes ?? defaults.maxBodyBytes;

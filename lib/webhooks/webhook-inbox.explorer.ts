@@ -42,7 +42,11 @@ export class WebhookInboxExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     const configured = configuredOutboxes(this.discovery);
-    for (const { wrapper, methodName, method, options } of decoratedMethods<WebhookInboxOptions>(this.discovery.getControllers(), this.scanner, WEBHOOK_INBOX_METADATA)) {
+    for (const { wrapper, methodName, method, options } of decoratedMethods<WebhookInboxOptions>(
+      this.discovery.getControllers(),
+      this.scanner,
+      WEBHOOK_INBOX_METADATA,
+    )) {
       const where = `@WebhookInbox on ${(wrapper.metatype as { name: string }).name}.${methodName}`;
       // Each outbox's explorer sets up its own routes; every one checks that each route's outbox exists.
       if (chosenOutbox(where, options.outbox, configured) === this.identity.name) this.register(wrapper, methodName, method, options, where);
@@ -52,7 +56,9 @@ export class WebhookInboxExplorer implements OnModuleInit {
   private register(wrapper: InstanceWrapper, methodName: string, method: (...args: unknown[]) => unknown, options: WebhookInboxOptions, where: string): void {
     const classRef = wrapper.metatype as object & { name: string };
     if (!this.transactionHost) {
-      throw new OutboxError(`${where} runs its method in a transaction: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)${transactionConnectionHint(this.identity)}`);
+      throw new OutboxError(
+        `${where} runs its method in a transaction: register ClsModule with ClsPluginTransactional (@nestjs-cls/transactional)${transactionConnectionHint(this.identity)}`,
+      );
     }
     if (wrapper.scope === Scope.REQUEST || wrapper.scope === Scope.TRANSIENT || !wrapper.isDependencyTreeStatic()) {
       throw new OutboxError(`${where}: the controller must be a singleton (its method runs later, outside any request)`);

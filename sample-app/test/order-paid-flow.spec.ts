@@ -65,7 +65,8 @@ describe('sample app: paying an order reserves stock', () => {
     logistics.clear();
   });
 
-  const reservationsOf = (orderId: number) => app.get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost).tx.getRepository(StockReservation).findBy({ orderId });
+  const reservationsOf = (orderId: number) =>
+    app.get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost).tx.getRepository(StockReservation).findBy({ orderId });
 
   it('publishes order.paid once, delivers it to the inventory, and reserves stock', async () => {
     const order = await orders.create(2_500);
@@ -74,9 +75,13 @@ describe('sample app: paying an order reserves stock', () => {
 
     expect(kit.transport.ofType<OrderPaidEvent>(ORDER_PAID).map((message) => message.payload)).toEqual([{ orderId: order.id, amountCents: 2_500 }]);
     const [paid] = kit.transport.ofType(ORDER_PAID);
-    expect(kit.deliveries.filter((delivery) => delivery.message === paid).map((delivery) => [delivery.consumer, delivery.outcome])).toEqual([[INVENTORY_CONSUMER, 'ack']]);
+    expect(kit.deliveries.filter((delivery) => delivery.message === paid).map((delivery) => [delivery.consumer, delivery.outcome])).toEqual([
+      [INVENTORY_CONSUMER, 'ack'],
+    ]);
     expect(await reservationsOf(order.id)).toEqual([expect.objectContaining({ orderId: order.id, status: ReservationStatus.RESERVED, quantity: 1 })]);
-    expect(kit.transport.ofType<StockOutcomeEvent>(INVENTORY_RESERVED).map((message) => message.payload)).toEqual([{ orderId: order.id, sku: 'SKU-1', quantity: 1 }]);
+    expect(kit.transport.ofType<StockOutcomeEvent>(INVENTORY_RESERVED).map((message) => message.payload)).toEqual([
+      { orderId: order.id, sku: 'SKU-1', quantity: 1 },
+    ]);
   });
 
   it('reserves once when order.paid arrives twice', async () => {
@@ -111,7 +116,9 @@ describe('sample app: paying an order reserves stock', () => {
     await orders.ship(order.id);
     await kit.flush();
 
-    expect(logistics.messages.map((message) => [message.type, message.destination, message.payload])).toEqual([[ORDER_SHIPPED, WAREHOUSE_ENDPOINT, { orderId: order.id }]]);
+    expect(logistics.messages.map((message) => [message.type, message.destination, message.payload])).toEqual([
+      [ORDER_SHIPPED, WAREHOUSE_ENDPOINT, { orderId: order.id }],
+    ]);
     expect(kit.transport.ofType(ORDER_SHIPPED)).toEqual([]);
     await expect(orders.cancel(order.id)).rejects.toThrow('SHIPPED and can no longer be cancelled');
   });

@@ -80,8 +80,15 @@ describe('OutboxAdmin operations by filter', () => {
             status, attempts, max_attempts, next_attempt_at, last_error, created_at, processed_at)
          VALUES (${seed.id === undefined ? '' : `${seed.id}, `}?, ?, ?, ?, ?, 'x', 'k', 'dest', '{}', '{}', ?, ?, 5, ${database.timeAgo(1_000)}, ?, ?, ${finished ? database.timeAgo(0) : 'NULL'})`,
         [
-          messageId, seed.type ?? 'order.paid', seed.bizKey ?? null, seed.orderingKey ?? null, seed.transport ?? 'default',
-          seed.status, seed.attempts ?? 0, seed.lastError ?? null, storedTime(seed.createdAt ?? T0),
+          messageId,
+          seed.type ?? 'order.paid',
+          seed.bizKey ?? null,
+          seed.orderingKey ?? null,
+          seed.transport ?? 'default',
+          seed.status,
+          seed.attempts ?? 0,
+          seed.lastError ?? null,
+          storedTime(seed.createdAt ?? T0),
         ],
       );
       ids.push(messageId);
@@ -119,7 +126,10 @@ describe('OutboxAdmin operations by filter', () => {
   async function outboxRows(): Promise<Map<string, StoredRow>> {
     const rows = await database.sql(`SELECT message_id, status, attempts, processed_at, next_attempt_at FROM {outbox_message}`);
     return new Map(
-      rows.map((r) => [r.message_id, { status: r.status, attempts: Number(r.attempts), processedAt: toDate(r.processed_at), nextAttemptAt: toDate(r.next_attempt_at)! }]),
+      rows.map((r) => [
+        r.message_id,
+        { status: r.status, attempts: Number(r.attempts), processedAt: toDate(r.processed_at), nextAttemptAt: toDate(r.next_attempt_at)! },
+      ]),
     );
   }
 
@@ -146,7 +156,16 @@ describe('OutboxAdmin operations by filter', () => {
   describe('listMessages()', () => {
     it('lists newest first by default, with what an operator needs of each row', async () => {
       const [first, second] = await seedOutbox([
-        { status: FAILED, type: 'order.paid', bizKey: 'order-1', orderingKey: 'key-1', transport: 'partner', attempts: 2, lastError: 'refused', createdAt: at(0) },
+        {
+          status: FAILED,
+          type: 'order.paid',
+          bizKey: 'order-1',
+          orderingKey: 'key-1',
+          transport: 'partner',
+          attempts: 2,
+          lastError: 'refused',
+          createdAt: at(0),
+        },
         { status: DONE, type: 'order.shipped', createdAt: at(1_000) },
       ]);
       const page = await admin.listMessages();
@@ -242,7 +261,9 @@ describe('OutboxAdmin operations by filter', () => {
         { status: FAILED, consumer: 'Shipping.handle', type: 'parcel.lost' },
       ]);
       const page = await admin.listInboxMessages({ consumer: 'Billing.handle' });
-      expect(page.messages).toEqual([expect.objectContaining({ messageId: billing, consumer: 'Billing.handle', status: MANUAL_REQUIRED, lastError: 'bad amount', type: '' })]);
+      expect(page.messages).toEqual([
+        expect.objectContaining({ messageId: billing, consumer: 'Billing.handle', status: MANUAL_REQUIRED, lastError: 'bad amount', type: '' }),
+      ]);
       expect(page.messages[0]).not.toHaveProperty('transport');
       expect(messageIds((await admin.listInboxMessages({ consumer: 'Shipping.handle', type: 'parcel.lost' })).messages)).toEqual([shippingFailed]);
     });
@@ -429,15 +450,18 @@ describe('OutboxAdmin operations by filter', () => {
       expect((await claimIds()).sort()).toEqual([old, alone].sort());
     });
 
-    it.each([PENDING, PROCESSING, FAILED, MANUAL_REQUIRED])('keeps a keyed row DONE while a later row of its key is %s, and never holds that row back', async (later) => {
-      const [done, waiting] = await seedOutbox([
-        { status: DONE, type: 'a', orderingKey: 'order-10' },
-        { status: later, type: 'b', orderingKey: 'order-10' },
-      ]);
-      expect(await admin.replayMessages({ type: 'a' })).toBe(0);
-      expect(await statusOf(done)).toBe(DONE);
-      if (later === PENDING || later === FAILED) expect(await claimIds()).toEqual([waiting]);
-    });
+    it.each([PENDING, PROCESSING, FAILED, MANUAL_REQUIRED])(
+      'keeps a keyed row DONE while a later row of its key is %s, and never holds that row back',
+      async (later) => {
+        const [done, waiting] = await seedOutbox([
+          { status: DONE, type: 'a', orderingKey: 'order-10' },
+          { status: later, type: 'b', orderingKey: 'order-10' },
+        ]);
+        expect(await admin.replayMessages({ type: 'a' })).toBe(0);
+        expect(await statusOf(done)).toBe(DONE);
+        if (later === PENDING || later === FAILED) expect(await claimIds()).toEqual([waiting]);
+      },
+    );
 
     it('replays a key past its ABANDONED rows', async () => {
       const [first, abandoned] = await seedOutbox([
@@ -577,7 +601,13 @@ describe('OutboxAdmin operations by filter', () => {
     const TIMES = [0, 1, 500, 60_000, HOUR];
     const RUNS = 60;
     const FIELD_NAMES: Record<keyof OutboxMessageFilter, true> = {
-      status: true, type: true, bizKey: true, transport: true, errorContains: true, createdAfter: true, createdBefore: true,
+      status: true,
+      type: true,
+      bizKey: true,
+      transport: true,
+      errorContains: true,
+      createdAfter: true,
+      createdBefore: true,
     };
 
     const seedArbitrary = fc.record({
@@ -626,16 +656,21 @@ describe('OutboxAdmin operations by filter', () => {
       const ids = await seedOutbox(seeds);
       let selecting = 0;
       await fc.assert(
-        fc.asyncProperty(filterArbitrary, fc.integer({ min: 1, max: 15 }), fc.constantFrom('newest' as const, 'oldest' as const), async (filter, limit, order) => {
-          if (filter.createdAfter && filter.createdBefore && filter.createdAfter >= filter.createdBefore) {
-            await expect(admin.listMessages(filter)).rejects.toMatchObject({ field: 'createdAfter' });
-            return;
-          }
-          const expected = ids.filter((_, i) => matches(seeds[i], filter));
-          if (expected.length > 0) selecting++;
-          const listed = messageIds(await listAll(filter, limit, order));
-          expect(listed).toEqual(order === 'oldest' ? expected : [...expected].reverse());
-        }),
+        fc.asyncProperty(
+          filterArbitrary,
+          fc.integer({ min: 1, max: 15 }),
+          fc.constantFrom('newest' as const, 'oldest' as const),
+          async (filter, limit, order) => {
+            if (filter.createdAfter && filter.createdBefore && filter.createdAfter >= filter.createdBefore) {
+              await expect(admin.listMessages(filter)).rejects.toMatchObject({ field: 'createdAfter' });
+              return;
+            }
+            const expected = ids.filter((_, i) => matches(seeds[i], filter));
+            if (expected.length > 0) selecting++;
+            const listed = messageIds(await listAll(filter, limit, order));
+            expect(listed).toEqual(order === 'oldest' ? expected : [...expected].reverse());
+          },
+        ),
         { numRuns: RUNS },
       );
       // Filters that select rows came up often: the property was not vacuous.

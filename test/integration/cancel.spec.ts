@@ -16,13 +16,12 @@ describe('Cancelling a business event', () => {
   let probe: QueueProbe;
 
   const publish = (bizKey: string, type = 'order.paid') =>
-    writer.get(DataSource).transaction((manager) =>
-      writer.get(OutboxService).publish({ type, exchange: EXCHANGE, routingKey: type, payload: { bizKey }, bizKey }, { manager }),
-    );
+    writer
+      .get(DataSource)
+      .transaction((manager) => writer.get(OutboxService).publish({ type, exchange: EXCHANGE, routingKey: type, payload: { bizKey }, bizKey }, { manager }));
   const cancel = (bizKey: string, type?: string) =>
     writer.get(DataSource).transaction((manager) => writer.get(OutboxService).cancel(bizKey, type, { manager }));
-  const statusOf = async (messageId: string) =>
-    (await database.sql(`SELECT status FROM {outbox_message} WHERE message_id = ?`, [messageId]))[0].status;
+  const statusOf = async (messageId: string) => (await database.sql(`SELECT status FROM {outbox_message} WHERE message_id = ?`, [messageId]))[0].status;
 
   beforeAll(async () => {
     await database.reset();
@@ -38,35 +37,43 @@ describe('Cancelling a business event', () => {
     await probe.close();
   });
 
-  it('never delivers a message cancelled before it was sent', async () => {
-    const cancelled = await publish('order-1:paid');
-    const kept = await publish('order-2:paid');
-    expect(await cancel('order-1:paid')).toBe(1);
-    expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
+  it(
+    'never delivers a message cancelled before it was sent',
+    async () => {
+      const cancelled = await publish('order-1:paid');
+      const kept = await publish('order-2:paid');
+      expect(await cancel('order-1:paid')).toBe(1);
+      expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
 
-    dispatcher = await createTestApp({ database, outbox: { pollIntervalMs: 50 } });
-    await dispatcher.get(OutboxDispatcher).drain();
-    await probe.waitFor(1);
-    // The kept message arrived, so it was claimed; claims take due rows in id order, so the
-    // cancelled one, had it been claimable, was claimed no later. Once no row is left to send,
-    // such a send was confirmed: it is in the probe's queue ahead of flush()'s marker.
-    await waitUntil(async () => {
-      const { PENDING, PROCESSING, FAILED } = await database.statusCounts();
-      return !PENDING && !PROCESSING && !FAILED;
-    }, 'no message is left to send');
-    await probe.flush();
-    expect(probe.messageIds).toEqual([kept.messageId]);
-    expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
-  }, timeoutFor(STARTUP_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS));
+      dispatcher = await createTestApp({ database, outbox: { pollIntervalMs: 50 } });
+      await dispatcher.get(OutboxDispatcher).drain();
+      await probe.waitFor(1);
+      // The kept message arrived, so it was claimed; claims take due rows in id order, so the
+      // cancelled one, had it been claimable, was claimed no later. Once no row is left to send,
+      // such a send was confirmed: it is in the probe's queue ahead of flush()'s marker.
+      await waitUntil(async () => {
+        const { PENDING, PROCESSING, FAILED } = await database.statusCounts();
+        return !PENDING && !PROCESSING && !FAILED;
+      }, 'no message is left to send');
+      await probe.flush();
+      expect(probe.messageIds).toEqual([kept.messageId]);
+      expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS),
+  );
 
-  it('changes nothing when the message was already sent', async () => {
-    const sent = await publish('order-3:paid');
-    await probe.waitFor(2);
-    await dispatcher.get(OutboxDispatcher).drain();
-    expect(await statusOf(sent.messageId)).toBe('DONE');
-    expect(await cancel('order-3:paid')).toBe(0);
-    expect(await statusOf(sent.messageId)).toBe('DONE');
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'changes nothing when the message was already sent',
+    async () => {
+      const sent = await publish('order-3:paid');
+      await probe.waitFor(2);
+      await dispatcher.get(OutboxDispatcher).drain();
+      expect(await statusOf(sent.messageId)).toBe('DONE');
+      expect(await cancel('order-3:paid')).toBe(0);
+      expect(await statusOf(sent.messageId)).toBe('DONE');
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
   it('cancels only the given event type when one is named', async () => {
     await dispatcher.close();
@@ -96,7 +103,10 @@ describe('Cancelling a business event', () => {
 
   it('refuses, with a typed error, operator queries no row can answer', async () => {
     const admin = writer.get(OutboxAdmin);
-    await expect(admin.findMessage({ bizKey: 'order\u00007', type: 'order.paid' })).rejects.toMatchObject({ name: 'OutboxMessageInvalidError', field: 'bizKey' });
+    await expect(admin.findMessage({ bizKey: 'order\u00007', type: 'order.paid' })).rejects.toMatchObject({
+      name: 'OutboxMessageInvalidError',
+      field: 'bizKey',
+    });
     await expect(admin.findMessage({ messageId: 'not-a-uuid' })).rejects.toBeInstanceOf(OutboxError);
     await expect(admin.requeueInbox('consumer', 'id\u0000')).rejects.toThrow(/messageId contains a NUL character/);
     await expect(admin.abandonInbox('con\u0000sumer', 'id')).rejects.toThrow(/consumer contains a NUL character/);

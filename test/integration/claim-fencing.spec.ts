@@ -65,9 +65,7 @@ describe('Claims and settles fenced by the claim token', () => {
     // The old claimant wakes up and tries every kind of settle: none changes the row.
     const stale = { id: claimed.id, claimToken: oldToken };
     expect(await dialect().settleDone(dataSource, [stale])).toBe(0);
-    expect(
-      await dialect().settleFailed(dataSource, [{ ...stale, status: MessageStatus.MANUAL_REQUIRED, delayMs: 0, error: 'late' }]),
-    ).toBe(0);
+    expect(await dialect().settleFailed(dataSource, [{ ...stale, status: MessageStatus.MANUAL_REQUIRED, delayMs: 0, error: 'late' }])).toBe(0);
     expect(await dialect().release(dataSource, [stale])).toBe(0);
     expect(await rowOf(messageId)).toMatchObject({ status: 'PROCESSING', claim_token: newToken, attempts: 1 });
 
@@ -79,10 +77,7 @@ describe('Claims and settles fenced by the claim token', () => {
   it('does not let two claimants take the same row', async () => {
     await publishOne('fence-2');
     await publishOne('fence-3');
-    const [a, b] = await Promise.all([
-      dialect().claim(dataSource, 1, randomUUID(), 'a'),
-      dialect().claim(dataSource, 1, randomUUID(), 'b'),
-    ]);
+    const [a, b] = await Promise.all([dialect().claim(dataSource, 1, randomUUID(), 'a'), dialect().claim(dataSource, 1, randomUUID(), 'b')]);
     const ids = [...a, ...b].map((m) => m.id);
     expect(new Set(ids).size).toBe(ids.length);
     const c = await dialect().claim(dataSource, 10, randomUUID(), 'c');

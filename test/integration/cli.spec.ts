@@ -122,88 +122,125 @@ describe('nestjs-outbox CLI', () => {
     for (const temporary of [directory, packageDirectory]) if (temporary) rmSync(temporary, { recursive: true, force: true });
   });
 
-  it('reports missing tables on a fresh database with exit code 1 and says what to run', async () => {
-    const [text, report, refused] = await Promise.all([
-      cli('status', '-d', dataSourceJs),
-      cli('status', '-d', dataSourceTs, '--json'),
-      cli('migrate', '-d', withMigrationsJs),
-    ]);
-    expect(text).toMatchObject({ code: 1, stderr: '' });
-    expect(text.stdout).toContain('Outbox table outbox_message: missing');
-    expect(text.stdout).toContain('Inbox table inbox_message: missing');
-    expect(text.stdout).toContain(`Next: nestjs-outbox migrate -d ${dataSourceJs}`);
-    expect(report.code).toBe(1);
-    expect(json(report)).toMatchObject({
-      ready: false,
-      outbox: { table: 'outbox_message', state: 'missing', schemaVersion: 'missing', latestSchemaVersion: 2, stats: null },
-      inbox: { table: 'inbox_message', state: 'missing', stats: null },
-      next: `nestjs-outbox migrate -d ${dataSourceTs}`,
-    });
-    // The DataSource's migrations would fail on tables made by migrate: it leaves them to them.
-    expect(refused).toMatchObject({ code: 1, stdout: '' });
-    expect(refused.stderr).toMatch(/migrate changed nothing: the DataSource's migrations include CreateOutboxTable_outbox_message\d+, which creates the outbox table outbox_message: run them/);
-  }, CLI_TIMEOUT);
+  it(
+    'reports missing tables on a fresh database with exit code 1 and says what to run',
+    async () => {
+      const [text, report, refused] = await Promise.all([
+        cli('status', '-d', dataSourceJs),
+        cli('status', '-d', dataSourceTs, '--json'),
+        cli('migrate', '-d', withMigrationsJs),
+      ]);
+      expect(text).toMatchObject({ code: 1, stderr: '' });
+      expect(text.stdout).toContain('Outbox table outbox_message: missing');
+      expect(text.stdout).toContain('Inbox table inbox_message: missing');
+      expect(text.stdout).toContain(`Next: nestjs-outbox migrate -d ${dataSourceJs}`);
+      expect(report.code).toBe(1);
+      expect(json(report)).toMatchObject({
+        ready: false,
+        outbox: { table: 'outbox_message', state: 'missing', schemaVersion: 'missing', latestSchemaVersion: 2, stats: null },
+        inbox: { table: 'inbox_message', state: 'missing', stats: null },
+        next: `nestjs-outbox migrate -d ${dataSourceTs}`,
+      });
+      // The DataSource's migrations would fail on tables made by migrate: it leaves them to them.
+      expect(refused).toMatchObject({ code: 1, stdout: '' });
+      expect(refused.stderr).toMatch(
+        /migrate changed nothing: the DataSource's migrations include CreateOutboxTable_outbox_message\d+, which creates the outbox table outbox_message: run them/,
+      );
+    },
+    CLI_TIMEOUT,
+  );
 
-  it('migrate creates both tables at schema version 2, and does nothing when run again', async () => {
-    const created = await cli('migrate', '-d', dataSourceJs);
-    expect(created).toMatchObject({ code: 0, stderr: '' });
-    expect(created.stdout).toContain('Created the outbox table outbox_message (schema version 2).\nCreated the inbox table inbox_message.\n');
+  it(
+    'migrate creates both tables at schema version 2, and does nothing when run again',
+    async () => {
+      const created = await cli('migrate', '-d', dataSourceJs);
+      expect(created).toMatchObject({ code: 0, stderr: '' });
+      expect(created.stdout).toContain('Created the outbox table outbox_message (schema version 2).\nCreated the inbox table inbox_message.\n');
 
-    const [again, report, text] = await Promise.all([cli('migrate', '-d', dataSourceJs, '--json'), cli('status', '-d', dataSourceJs, '--json'), cli('status', '-d', dataSourceTs)]);
-    expect(again.code).toBe(0);
-    expect(json(again)).toMatchObject({ outbox: { table: 'outbox_message', action: 'none', schemaVersion: 2 }, inbox: { table: 'inbox_message', action: 'none' } });
-    expect(report.code).toBe(0);
-    expect(json(report)).toMatchObject({
-      ready: true,
-      outbox: { state: 'current', schemaVersion: 2, problem: null, stats: { due: 0, inFlight: 0, byTransport: {} } },
-      inbox: { state: 'current', problem: null, stats: { due: 0, byConsumer: {} } },
-      next: null,
-    });
-    expect(text).toMatchObject({ code: 0, stderr: '' });
-    expect(text.stdout).toContain('Outbox table outbox_message: schema version 2 (current)\nInbox table inbox_message: present\n');
-  }, CLI_TIMEOUT);
+      const [again, report, text] = await Promise.all([
+        cli('migrate', '-d', dataSourceJs, '--json'),
+        cli('status', '-d', dataSourceJs, '--json'),
+        cli('status', '-d', dataSourceTs),
+      ]);
+      expect(again.code).toBe(0);
+      expect(json(again)).toMatchObject({
+        outbox: { table: 'outbox_message', action: 'none', schemaVersion: 2 },
+        inbox: { table: 'inbox_message', action: 'none' },
+      });
+      expect(report.code).toBe(0);
+      expect(json(report)).toMatchObject({
+        ready: true,
+        outbox: { state: 'current', schemaVersion: 2, problem: null, stats: { due: 0, inFlight: 0, byTransport: {} } },
+        inbox: { state: 'current', problem: null, stats: { due: 0, byConsumer: {} } },
+        next: null,
+      });
+      expect(text).toMatchObject({ code: 0, stderr: '' });
+      expect(text.stdout).toContain('Outbox table outbox_message: schema version 2 (current)\nInbox table inbox_message: present\n');
+    },
+    CLI_TIMEOUT,
+  );
 
-  it('leaves alone a table that is not one of the library\'s, with exit code 1', async () => {
-    await database.sql('CREATE TABLE {cli_orders} (id integer NOT NULL, total integer)');
-    const [status, migrate] = await Promise.all([cli('status', '-d', dataSourceJs, '--table', 'cli_orders'), cli('migrate', '-d', dataSourceJs, '--table', 'cli_orders')]);
-    expect(status.code).toBe(1);
-    expect(status.stdout).toContain('Outbox table cli_orders: not an outbox table');
-    expect(migrate).toMatchObject({ code: 1, stdout: '' });
-    expect(migrate.stderr).toContain('migrate changed nothing: the table cli_orders exists but is not an outbox table (no column message_id');
-    const columns = await database.sql('SELECT * FROM {cli_orders}');
-    expect(columns).toEqual([]);
-  }, CLI_TIMEOUT);
+  it(
+    "leaves alone a table that is not one of the library's, with exit code 1",
+    async () => {
+      await database.sql('CREATE TABLE {cli_orders} (id integer NOT NULL, total integer)');
+      const [status, migrate] = await Promise.all([
+        cli('status', '-d', dataSourceJs, '--table', 'cli_orders'),
+        cli('migrate', '-d', dataSourceJs, '--table', 'cli_orders'),
+      ]);
+      expect(status.code).toBe(1);
+      expect(status.stdout).toContain('Outbox table cli_orders: not an outbox table');
+      expect(migrate).toMatchObject({ code: 1, stdout: '' });
+      expect(migrate.stderr).toContain('migrate changed nothing: the table cli_orders exists but is not an outbox table (no column message_id');
+      const columns = await database.sql('SELECT * FROM {cli_orders}');
+      expect(columns).toEqual([]);
+    },
+    CLI_TIMEOUT,
+  );
 
-  it('prints each dialect\'s DDL, one statement per ";" and newline, without a connection or from the DataSource\'s', async () => {
-    const quotedBy = (quote: string) => (table: string) => `${quote}${table}${quote}`;
-    const offline: [string, Pick<DatabaseDialect, 'outboxTableDdl' | 'inboxTableDdl' | 'outboxV2Ddl'>, (table: string) => string][] = [
-      ['postgres', new PostgresDialect(), quotedBy('"')],
-      ['mysql', new MysqlDialect(describeMysqlServer('8.4.0')), quotedBy('`')],
-      ['mariadb', new MysqlDialect(describeMysqlServer('11.4.0-MariaDB')), quotedBy('`')],
-      ['sqlite', { outboxTableDdl: sqliteOutboxTableDdl, inboxTableDdl: sqliteInboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl }, quotedBy('"')],
-    ];
-    const dataSource = new DataSource({ ...database.dataSourceOptions(), synchronize: false });
-    await dataSource.initialize();
-    const connected = await resolveDialect(dataSource);
-    const connectedQuote = (table: string) => qualifiedTable(dataSource, table);
-    await dataSource.destroy();
+  it(
+    'prints each dialect\'s DDL, one statement per ";" and newline, without a connection or from the DataSource\'s',
+    async () => {
+      const quotedBy = (quote: string) => (table: string) => `${quote}${table}${quote}`;
+      const offline: [string, Pick<DatabaseDialect, 'outboxTableDdl' | 'inboxTableDdl' | 'outboxV2Ddl'>, (table: string) => string][] = [
+        ['postgres', new PostgresDialect(), quotedBy('"')],
+        ['mysql', new MysqlDialect(describeMysqlServer('8.4.0')), quotedBy('`')],
+        ['mariadb', new MysqlDialect(describeMysqlServer('11.4.0-MariaDB')), quotedBy('`')],
+        ['sqlite', { outboxTableDdl: sqliteOutboxTableDdl, inboxTableDdl: sqliteInboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl }, quotedBy('"')],
+      ];
+      const dataSource = new DataSource({ ...database.dataSourceOptions(), synchronize: false });
+      await dataSource.initialize();
+      const connected = await resolveDialect(dataSource);
+      const connectedQuote = (table: string) => qualifiedTable(dataSource, table);
+      await dataSource.destroy();
 
-    const [fromDataSource, upgradeOnly, ...scripts] = await Promise.all([
-      cli('sql', '-d', dataSourceJs, '--json'),
-      cli('sql', '--dialect', 'postgres', '--from', '1', '--json'),
-      ...offline.map(([dialect]) => cli('sql', '--dialect', dialect)),
-    ]);
-    offline.forEach(([dialect, ddl, quote], index) => {
-      const run = scripts[index];
-      expect({ dialect, code: run.code, stderr: run.stderr }).toEqual({ dialect, code: 0, stderr: '' });
-      const [header, body] = splitHeader(run.stdout);
-      expect(header.every((line) => line.startsWith('-- '))).toBe(true);
-      expect(body).toBe(allStatements(ddl, quote).map((statement) => `${statement};\n`).join('\n'));
-    });
-    expect(json(upgradeOnly)).toEqual({ dialect: 'postgres', from: 1, to: 2, statements: new PostgresDialect().outboxV2Ddl(request('outbox_message', quotedBy('"'))) });
-    expect(fromDataSource.code).toBe(0);
-    expect(json(fromDataSource)).toMatchObject({ dialect: database.kind, from: 0, to: 2, statements: allStatements(connected, connectedQuote) });
-  }, CLI_TIMEOUT);
+      const [fromDataSource, upgradeOnly, ...scripts] = await Promise.all([
+        cli('sql', '-d', dataSourceJs, '--json'),
+        cli('sql', '--dialect', 'postgres', '--from', '1', '--json'),
+        ...offline.map(([dialect]) => cli('sql', '--dialect', dialect)),
+      ]);
+      offline.forEach(([dialect, ddl, quote], index) => {
+        const run = scripts[index];
+        expect({ dialect, code: run.code, stderr: run.stderr }).toEqual({ dialect, code: 0, stderr: '' });
+        const [header, body] = splitHeader(run.stdout);
+        expect(header.every((line) => line.startsWith('-- '))).toBe(true);
+        expect(body).toBe(
+          allStatements(ddl, quote)
+            .map((statement) => `${statement};\n`)
+            .join('\n'),
+        );
+      });
+      expect(json(upgradeOnly)).toEqual({
+        dialect: 'postgres',
+        from: 1,
+        to: 2,
+        statements: new PostgresDialect().outboxV2Ddl(request('outbox_message', quotedBy('"'))),
+      });
+      expect(fromDataSource.code).toBe(0);
+      expect(json(fromDataSource)).toMatchObject({ dialect: database.kind, from: 0, to: 2, statements: allStatements(connected, connectedQuote) });
+    },
+    CLI_TIMEOUT,
+  );
 
   describe('operations on the messages a filter selects', () => {
     beforeAll(async () => {
@@ -221,101 +258,140 @@ describe('nestjs-outbox CLI', () => {
       await seedInbox('Shipping.handle', FAILED);
     });
 
-    it('lists them a page at a time, newest first, as aligned columns or JSON', async () => {
-      const [page, text, inbox, stats] = await Promise.all([
-        cli('list', '-d', dataSourceJs, '--type', 'cli.list', '--status', 'MANUAL_REQUIRED', '--limit', '1', '--json'),
-        cli('list', '-d', dataSourceJs, '--type', 'cli.list', '--error-contains', 'HTTP 410', '--order', 'oldest', '--created-after', '2024-03-01', '--created-before', '2024-03-02T00:00:00Z'),
-        cli('list', '-d', dataSourceTs, '--inbox', '--consumer', 'Billing.handle', '--status', 'failed,manual_required', '--json'),
-        cli('status', '-d', dataSourceJs, '--json'),
-      ]);
-      expect(page.code).toBe(0);
-      const { messages, next } = json(page);
-      expect(messages).toHaveLength(1);
-      expect(messages[0]).toMatchObject({ type: 'cli.list', status: MANUAL_REQUIRED, lastError: 'HTTP 410 Gone', transport: 'default', destination: 'dest', createdAt: T0.toISOString() });
-      expect(next).toBe(messages[0].id);
+    it(
+      'lists them a page at a time, newest first, as aligned columns or JSON',
+      async () => {
+        const [page, text, inbox, stats] = await Promise.all([
+          cli('list', '-d', dataSourceJs, '--type', 'cli.list', '--status', 'MANUAL_REQUIRED', '--limit', '1', '--json'),
+          cli(
+            'list',
+            '-d',
+            dataSourceJs,
+            '--type',
+            'cli.list',
+            '--error-contains',
+            'HTTP 410',
+            '--order',
+            'oldest',
+            '--created-after',
+            '2024-03-01',
+            '--created-before',
+            '2024-03-02T00:00:00Z',
+          ),
+          cli('list', '-d', dataSourceTs, '--inbox', '--consumer', 'Billing.handle', '--status', 'failed,manual_required', '--json'),
+          cli('status', '-d', dataSourceJs, '--json'),
+        ]);
+        expect(page.code).toBe(0);
+        const { messages, next } = json(page);
+        expect(messages).toHaveLength(1);
+        expect(messages[0]).toMatchObject({
+          type: 'cli.list',
+          status: MANUAL_REQUIRED,
+          lastError: 'HTTP 410 Gone',
+          transport: 'default',
+          destination: 'dest',
+          createdAt: T0.toISOString(),
+        });
+        expect(next).toBe(messages[0].id);
 
-      expect(text).toMatchObject({ code: 0, stderr: '' });
-      const lines = text.stdout.trimEnd().split('\n');
-      expect(lines[0]).toMatch(/^ *ID {2}MESSAGE ID +STATUS +TYPE +BIZ KEY +TRANSPORT +ATTEMPTS +CREATED +LAST ERROR$/);
-      // Two rows, their error's line break shown as a space, every column where its header is.
-      expect(lines.slice(1, 3).map((line) => line.slice(lines[0].indexOf('STATUS')).split('  ')[0])).toEqual([MANUAL_REQUIRED, MANUAL_REQUIRED]);
-      expect(lines[1].slice(lines[0].indexOf('LAST ERROR'))).toBe('HTTP 410 Gone from the partner');
-      expect(lines[1].slice(lines[0].indexOf('CREATED')).startsWith('2024-03-01 12:00:00Z')).toBe(true);
-      expect(lines.slice(3)).toEqual(['', '2 messages (oldest first).']);
+        expect(text).toMatchObject({ code: 0, stderr: '' });
+        const lines = text.stdout.trimEnd().split('\n');
+        expect(lines[0]).toMatch(/^ *ID {2}MESSAGE ID +STATUS +TYPE +BIZ KEY +TRANSPORT +ATTEMPTS +CREATED +LAST ERROR$/);
+        // Two rows, their error's line break shown as a space, every column where its header is.
+        expect(lines.slice(1, 3).map((line) => line.slice(lines[0].indexOf('STATUS')).split('  ')[0])).toEqual([MANUAL_REQUIRED, MANUAL_REQUIRED]);
+        expect(lines[1].slice(lines[0].indexOf('LAST ERROR'))).toBe('HTTP 410 Gone from the partner');
+        expect(lines[1].slice(lines[0].indexOf('CREATED')).startsWith('2024-03-01 12:00:00Z')).toBe(true);
+        expect(lines.slice(3)).toEqual(['', '2 messages (oldest first).']);
 
-      expect(inbox.code).toBe(0);
-      const deliveries = json(inbox).messages;
-      expect(deliveries.map((delivery: any) => delivery.status)).toEqual([MANUAL_REQUIRED, FAILED]);
-      expect(deliveries[0]).toMatchObject({ consumer: 'Billing.handle' });
-      expect(deliveries[0]).not.toHaveProperty('transport');
+        expect(inbox.code).toBe(0);
+        const deliveries = json(inbox).messages;
+        expect(deliveries.map((delivery: any) => delivery.status)).toEqual([MANUAL_REQUIRED, FAILED]);
+        expect(deliveries[0]).toMatchObject({ consumer: 'Billing.handle' });
+        expect(deliveries[0]).not.toHaveProperty('transport');
 
-      expect(json(stats)).toMatchObject({
-        outbox: { stats: { counts: { MANUAL_REQUIRED: 4, DONE: 5 }, byTransport: { partners: { counts: { DONE: 1 } } } } },
-        inbox: { stats: { counts: { FAILED: 2 }, byConsumer: { 'Billing.handle': { counts: { FAILED: 1, MANUAL_REQUIRED: 1, DONE: 1 } } } } },
-      });
-    }, CLI_TIMEOUT);
+        expect(json(stats)).toMatchObject({
+          outbox: { stats: { counts: { MANUAL_REQUIRED: 4, DONE: 5 }, byTransport: { partners: { counts: { DONE: 1 } } } } },
+          inbox: { stats: { counts: { FAILED: 2 }, byConsumer: { 'Billing.handle': { counts: { FAILED: 1, MANUAL_REQUIRED: 1, DONE: 1 } } } } },
+        });
+      },
+      CLI_TIMEOUT,
+    );
 
-    it('requeues, abandons, purges and replays them in batches, saying that dispatchers find them at their next poll', async () => {
-      const [requeue, abandon, purge, replay, requeueInbox] = await Promise.all([
-        cli('requeue', '-d', dataSourceJs, '--type', 'cli.requeue', '--json'),
-        cli('abandon', '-d', dataSourceJs, '--type', 'cli.abandon', '--batch-size', '1'),
-        cli('purge', '-d', dataSourceJs, '--type', 'cli.purge', '--created-before', '2024-03-02'),
-        cli('replay', '-d', dataSourceJs, '--type', 'cli.replay', '--transport', 'partners', '--json'),
-        cli('requeue', '-d', dataSourceJs, '--inbox', '--consumer', 'Billing.handle', '--json'),
-      ]);
-      expect(json(requeue)).toEqual({ operation: 'requeue', table: 'outbox_message', changed: 2, note: expect.stringContaining('at their next poll') });
-      expect(abandon).toMatchObject({ code: 0, stderr: '' });
-      expect(abandon.stdout).toBe('Abandoned 2 outbox messages in outbox_message.\nNote: no dispatcher is woken from here: running dispatchers find the rows at their next poll.\n');
-      expect(purge.stdout).toBe('Purged 2 outbox messages in outbox_message.\n');
-      expect(json(replay)).toMatchObject({ operation: 'replay', changed: 1 });
-      expect(json(requeueInbox)).toMatchObject({ operation: 'requeue', table: 'inbox_message', changed: 2, note: expect.stringContaining('inbox workers') });
+    it(
+      'requeues, abandons, purges and replays them in batches, saying that dispatchers find them at their next poll',
+      async () => {
+        const [requeue, abandon, purge, replay, requeueInbox] = await Promise.all([
+          cli('requeue', '-d', dataSourceJs, '--type', 'cli.requeue', '--json'),
+          cli('abandon', '-d', dataSourceJs, '--type', 'cli.abandon', '--batch-size', '1'),
+          cli('purge', '-d', dataSourceJs, '--type', 'cli.purge', '--created-before', '2024-03-02'),
+          cli('replay', '-d', dataSourceJs, '--type', 'cli.replay', '--transport', 'partners', '--json'),
+          cli('requeue', '-d', dataSourceJs, '--inbox', '--consumer', 'Billing.handle', '--json'),
+        ]);
+        expect(json(requeue)).toEqual({ operation: 'requeue', table: 'outbox_message', changed: 2, note: expect.stringContaining('at their next poll') });
+        expect(abandon).toMatchObject({ code: 0, stderr: '' });
+        expect(abandon.stdout).toBe(
+          'Abandoned 2 outbox messages in outbox_message.\nNote: no dispatcher is woken from here: running dispatchers find the rows at their next poll.\n',
+        );
+        expect(purge.stdout).toBe('Purged 2 outbox messages in outbox_message.\n');
+        expect(json(replay)).toMatchObject({ operation: 'replay', changed: 1 });
+        expect(json(requeueInbox)).toMatchObject({ operation: 'requeue', table: 'inbox_message', changed: 2, note: expect.stringContaining('inbox workers') });
 
-      expect(await outboxStates('cli.requeue')).toEqual([`${PENDING}/0`, `${PENDING}/0`, `${DONE}/3`]);
-      expect(await outboxStates('cli.abandon')).toEqual([ABANDONED, ABANDONED, DONE].map((status) => `${status}/3`));
-      expect(await outboxStates('cli.purge')).toEqual([`${MANUAL_REQUIRED}/3`, `${PENDING}/3`]);
-      expect(await outboxStates('cli.replay')).toEqual([`${PENDING}/0`, `${DONE}/3`]);
-      const inbox = await database.sql(`SELECT consumer, status, attempts FROM {inbox_message} ORDER BY id`);
-      expect(inbox.map((row) => `${row.consumer} ${row.status}/${row.attempts}`)).toEqual([
-        'Billing.handle FAILED/0',
-        'Billing.handle FAILED/0',
-        'Billing.handle DONE/2',
-        'Shipping.handle FAILED/2',
-      ]);
-    }, CLI_TIMEOUT);
+        expect(await outboxStates('cli.requeue')).toEqual([`${PENDING}/0`, `${PENDING}/0`, `${DONE}/3`]);
+        expect(await outboxStates('cli.abandon')).toEqual([ABANDONED, ABANDONED, DONE].map((status) => `${status}/3`));
+        expect(await outboxStates('cli.purge')).toEqual([`${MANUAL_REQUIRED}/3`, `${PENDING}/3`]);
+        expect(await outboxStates('cli.replay')).toEqual([`${PENDING}/0`, `${DONE}/3`]);
+        const inbox = await database.sql(`SELECT consumer, status, attempts FROM {inbox_message} ORDER BY id`);
+        expect(inbox.map((row) => `${row.consumer} ${row.status}/${row.attempts}`)).toEqual([
+          'Billing.handle FAILED/0',
+          'Billing.handle FAILED/0',
+          'Billing.handle DONE/2',
+          'Shipping.handle FAILED/2',
+        ]);
+      },
+      CLI_TIMEOUT,
+    );
 
-    it('refuses an empty filter as OutboxAdmin does, and any wrong command line, with exit code 2', async () => {
-      const runs = await Promise.all([
-        cli('requeue', '-d', dataSourceJs),
-        cli('purge', '-d', dataSourceJs, '--type', 'cli.purge'),
-        cli('replay', '-d', dataSourceJs, '--inbox', '--type', 'x'),
-        cli('list', '-d', dataSourceJs, '--created-after', '2024-03-01T12:00'),
-        cli('status', '-d', dataSourceJs, '--verbose'),
-        cli('status'),
-        cli(),
-      ]);
-      const [empty, purgeUnbounded, replayInbox, localTime, unknownOption, noDataSource, noCommand] = runs;
-      for (const run of runs) expect(run).toMatchObject({ code: 2, stdout: '' });
-      expect(empty.stderr).toBe(
-        'nestjs-outbox requeue: Invalid OutboxAdmin filter: requeueMessages() refuses an empty filter, which would reach every row of the table: give at least one field;' +
-          ' filter options: --status, --type, --biz-key, --transport, --consumer, --error-contains, --created-after, --created-before\n',
-      );
-      expect(purgeUnbounded.stderr).toContain('purgeMessages() needs a status or a time bound');
-      expect(replayInbox.stderr).toContain('replay applies to the outbox only');
-      expect(localTime.stderr).toContain('--created-after must be a date (2024-03-01, midnight UTC) or an ISO 8601 time with its zone');
-      expect(unknownOption.stderr).toContain("Unknown option '--verbose'");
-      expect(noDataSource.stderr).toContain('-d <data-source file> is required');
-      expect(noCommand.stderr).toContain('Usage: nestjs-outbox <command> -d <data-source file> [options]');
-      // Nothing changed.
-      expect(await outboxStates('cli.purge')).toEqual([`${MANUAL_REQUIRED}/3`, `${PENDING}/3`]);
-    }, CLI_TIMEOUT);
+    it(
+      'refuses an empty filter as OutboxAdmin does, and any wrong command line, with exit code 2',
+      async () => {
+        const runs = await Promise.all([
+          cli('requeue', '-d', dataSourceJs),
+          cli('purge', '-d', dataSourceJs, '--type', 'cli.purge'),
+          cli('replay', '-d', dataSourceJs, '--inbox', '--type', 'x'),
+          cli('list', '-d', dataSourceJs, '--created-after', '2024-03-01T12:00'),
+          cli('status', '-d', dataSourceJs, '--verbose'),
+          cli('status'),
+          cli(),
+        ]);
+        const [empty, purgeUnbounded, replayInbox, localTime, unknownOption, noDataSource, noCommand] = runs;
+        for (const run of runs) expect(run).toMatchObject({ code: 2, stdout: '' });
+        expect(empty.stderr).toBe(
+          'nestjs-outbox requeue: Invalid OutboxAdmin filter: requeueMessages() refuses an empty filter, which would reach every row of the table: give at least one field;' +
+            ' filter options: --status, --type, --biz-key, --transport, --consumer, --error-contains, --created-after, --created-before\n',
+        );
+        expect(purgeUnbounded.stderr).toContain('purgeMessages() needs a status or a time bound');
+        expect(replayInbox.stderr).toContain('replay applies to the outbox only');
+        expect(localTime.stderr).toContain('--created-after must be a date (2024-03-01, midnight UTC) or an ISO 8601 time with its zone');
+        expect(unknownOption.stderr).toContain("Unknown option '--verbose'");
+        expect(noDataSource.stderr).toContain('-d <data-source file> is required');
+        expect(noCommand.stderr).toContain('Usage: nestjs-outbox <command> -d <data-source file> [options]');
+        // Nothing changed.
+        expect(await outboxStates('cli.purge')).toEqual([`${MANUAL_REQUIRED}/3`, `${PENDING}/3`]);
+      },
+      CLI_TIMEOUT,
+    );
 
-    it('describes each command with --help', async () => {
-      const [status, purge] = await Promise.all([cli('status', '--help'), cli('help', 'purge')]);
-      expect(status).toMatchObject({ code: 0, stderr: '' });
-      expect(status.stdout).toMatch(/^Usage: nestjs-outbox status -d <data-source file>/);
-      expect(status.stdout).toContain('Exit code 0 when both tables are ready, 1 while a table is missing');
-      expect(purge.stdout).toContain('--created-before <time>');
-    }, CLI_TIMEOUT);
+    it(
+      'describes each command with --help',
+      async () => {
+        const [status, purge] = await Promise.all([cli('status', '--help'), cli('help', 'purge')]);
+        expect(status).toMatchObject({ code: 0, stderr: '' });
+        expect(status.stdout).toMatch(/^Usage: nestjs-outbox status -d <data-source file>/);
+        expect(status.stdout).toContain('Exit code 0 when both tables are ready, 1 while a table is missing');
+        expect(purge.stdout).toContain('--created-before <time>');
+      },
+      CLI_TIMEOUT,
+    );
   });
 
   describe('on an outbox table of schema version 1', () => {
@@ -330,21 +406,25 @@ describe('nestjs-outbox CLI', () => {
       }
     }, timeoutFor(STARTUP_TIMEOUT_MS));
 
-    it('status exits with 1, the outbox being behind; migrate upgrades it and creates the inbox', async () => {
-      const [text, report] = await Promise.all([cli('status', '-d', dataSourceJs), cli('status', '-d', dataSourceJs, '--json')]);
-      expect(text.code).toBe(1);
-      expect(text.stdout).toContain('Outbox table outbox_message: schema version 1 (behind: the latest is 2)');
-      expect(text.stdout).toContain('Not ready: the outbox table outbox_message is of schema version 1');
-      expect(json(report)).toMatchObject({ ready: false, outbox: { state: 'behind', schemaVersion: 1, stats: null }, inbox: { state: 'missing' } });
+    it(
+      'status exits with 1, the outbox being behind; migrate upgrades it and creates the inbox',
+      async () => {
+        const [text, report] = await Promise.all([cli('status', '-d', dataSourceJs), cli('status', '-d', dataSourceJs, '--json')]);
+        expect(text.code).toBe(1);
+        expect(text.stdout).toContain('Outbox table outbox_message: schema version 1 (behind: the latest is 2)');
+        expect(text.stdout).toContain('Not ready: the outbox table outbox_message is of schema version 1');
+        expect(json(report)).toMatchObject({ ready: false, outbox: { state: 'behind', schemaVersion: 1, stats: null }, inbox: { state: 'missing' } });
 
-      const migrated = await cli('migrate', '-d', dataSourceJs);
-      expect(migrated).toMatchObject({ code: 0, stderr: '' });
-      expect(migrated.stdout).toContain('Upgraded the outbox table outbox_message from schema version 1 to 2');
-      expect(migrated.stdout).toContain('Created the inbox table inbox_message.');
-      const after = await cli('status', '-d', dataSourceJs, '--json');
-      expect(after.code).toBe(0);
-      expect(json(after)).toMatchObject({ ready: true, outbox: { schemaVersion: 2 } });
-    }, CLI_TIMEOUT);
+        const migrated = await cli('migrate', '-d', dataSourceJs);
+        expect(migrated).toMatchObject({ code: 0, stderr: '' });
+        expect(migrated.stdout).toContain('Upgraded the outbox table outbox_message from schema version 1 to 2');
+        expect(migrated.stdout).toContain('Created the inbox table inbox_message.');
+        const after = await cli('status', '-d', dataSourceJs, '--json');
+        expect(after.code).toBe(0);
+        expect(json(after)).toMatchObject({ ready: true, outbox: { schemaVersion: 2 } });
+      },
+      CLI_TIMEOUT,
+    );
   });
 });
 

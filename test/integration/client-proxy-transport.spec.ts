@@ -1,6 +1,15 @@
 import { Controller, Logger, Module, Type } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ClientProviderOptions, ClientProxy, ClientProxyFactory, ClientsModule, EventPattern, MicroserviceOptions, Payload, Transport } from '@nestjs/microservices';
+import {
+  ClientProviderOptions,
+  ClientProxy,
+  ClientProxyFactory,
+  ClientsModule,
+  EventPattern,
+  MicroserviceOptions,
+  Payload,
+  Transport,
+} from '@nestjs/microservices';
 import { Test, TestingModule } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
 import { createConnection } from 'node:net';
@@ -154,29 +163,32 @@ function proxyTo(url: string, defaultPort: number): Promise<TcpProxy> {
 describeOn(['postgres'], 'ClientProxyOutboxTransport on real NATS and Redis servers (no database: runs in one project)', () => {
   const consumers: { close(): Promise<void> }[] = [];
 
-  beforeAll(async () => {
-    await Promise.all([checkAnswers('NATS', NATS_URL, 'NATS_URL', 4222), checkAnswers('Redis', REDIS_URL, 'REDIS_URL', 6379)]);
-    const nats = await NestFactory.createMicroservice<MicroserviceOptions>(NatsConsumerModule, {
-      transport: Transport.NATS,
-      options: { servers: [NATS_URL] },
-      logger: false,
-    });
-    const redis = await NestFactory.createMicroservice<MicroserviceOptions>(RedisConsumerModule, {
-      transport: Transport.REDIS,
-      options: redisAddress(REDIS_URL),
-      logger: false,
-    });
-    for (const consumer of [nats, redis]) {
-      await consumer.listen();
-      consumers.push(consumer);
-    }
-    // The consumers' subscriptions are in place once a marker went through each.
-    for (const client of [natsClient(NATS_URL), redisClient(REDIS_URL)]) {
-      const { context, transport } = await startPublisher(client);
-      await markerArrives(transport);
-      await context.close();
-    }
-  }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+  beforeAll(
+    async () => {
+      await Promise.all([checkAnswers('NATS', NATS_URL, 'NATS_URL', 4222), checkAnswers('Redis', REDIS_URL, 'REDIS_URL', 6379)]);
+      const nats = await NestFactory.createMicroservice<MicroserviceOptions>(NatsConsumerModule, {
+        transport: Transport.NATS,
+        options: { servers: [NATS_URL] },
+        logger: false,
+      });
+      const redis = await NestFactory.createMicroservice<MicroserviceOptions>(RedisConsumerModule, {
+        transport: Transport.REDIS,
+        options: redisAddress(REDIS_URL),
+        logger: false,
+      });
+      for (const consumer of [nats, redis]) {
+        await consumer.listen();
+        consumers.push(consumer);
+      }
+      // The consumers' subscriptions are in place once a marker went through each.
+      for (const client of [natsClient(NATS_URL), redisClient(REDIS_URL)]) {
+        const { context, transport } = await startPublisher(client);
+        await markerArrives(transport);
+        await context.close();
+      }
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
 
   afterAll(async () => {
     for (const consumer of consumers) await consumer.close();
@@ -194,119 +206,150 @@ describeOn(['postgres'], 'ClientProxyOutboxTransport on real NATS and Redis serv
   };
 
   describe('delivery', () => {
-    it('NATS: an @EventPattern handler receives the envelope on the destination, and on the type without one', async () => {
-      const { transport } = await publisher(natsClient(NATS_URL));
-      await markerArrives(transport);
-      const onDestination = message({ destination: NATS_SUBJECT });
-      const onType = message({ type: NATS_TYPE, attempts: 0 });
-      await transport.send(onDestination);
-      await transport.send(onType);
-      expect(await arrival(received.nats, onDestination.messageId)).toEqual([envelopeOf(onDestination)]);
-      expect(await arrival(received.nats, onType.messageId)).toEqual([envelopeOf(onType)]);
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+    it(
+      'NATS: an @EventPattern handler receives the envelope on the destination, and on the type without one',
+      async () => {
+        const { transport } = await publisher(natsClient(NATS_URL));
+        await markerArrives(transport);
+        const onDestination = message({ destination: NATS_SUBJECT });
+        const onType = message({ type: NATS_TYPE, attempts: 0 });
+        await transport.send(onDestination);
+        await transport.send(onType);
+        expect(await arrival(received.nats, onDestination.messageId)).toEqual([envelopeOf(onDestination)]);
+        expect(await arrival(received.nats, onType.messageId)).toEqual([envelopeOf(onType)]);
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
 
-    it('Redis: an @EventPattern handler receives the envelope on the destination channel', async () => {
-      const { transport } = await publisher(redisClient(REDIS_URL));
-      await markerArrives(transport);
-      const sent = message({ destination: REDIS_CHANNEL, attempts: 4 });
-      await transport.send(sent);
-      expect(await arrival(received.redis, sent.messageId)).toEqual([envelopeOf(sent)]);
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+    it(
+      'Redis: an @EventPattern handler receives the envelope on the destination channel',
+      async () => {
+        const { transport } = await publisher(redisClient(REDIS_URL));
+        await markerArrives(transport);
+        const sent = message({ destination: REDIS_CHANNEL, attempts: 4 });
+        await transport.send(sent);
+        expect(await arrival(received.redis, sent.messageId)).toEqual([envelopeOf(sent)]);
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
 
-    it('NATS: a message a transaction published reaches the consumer from its OutboxModule lane, and is DONE', async () => {
-      const database = testDatabase('it_client_proxy');
-      await database.reset();
-      const client: ClientProxy = ClientProxyFactory.create(natsClient(NATS_URL));
-      cleanups.push(async () => client.close());
-      const app = await createTestApp({
-        database,
-        statics: { transports: { events: ClientProxyOutboxTransport.for({ client: 'EVENTS', timeoutMs: SEND_TIMEOUT_MS }) } },
-        outbox: { sendTimeoutMs: 2 * SEND_TIMEOUT_MS },
-        providers: [{ provide: 'EVENTS', useValue: client }],
-        logger: false,
-      });
-      cleanups.push(() => app.close());
-      const { order, messageId } = await app.get(OrderPayments).pay(NATS_SUBJECT);
-      const [envelope] = await arrival(received.nats, messageId);
-      expect(envelope).toMatchObject({ id: messageId, type: 'order.paid', payload: { orderId: order.id }, attempt: 1 });
-      await waitUntil(async () => (await database.statusCounts()).DONE === 1, 'the message is DONE');
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+    it(
+      'NATS: a message a transaction published reaches the consumer from its OutboxModule lane, and is DONE',
+      async () => {
+        const database = testDatabase('it_client_proxy');
+        await database.reset();
+        const client: ClientProxy = ClientProxyFactory.create(natsClient(NATS_URL));
+        cleanups.push(async () => client.close());
+        const app = await createTestApp({
+          database,
+          statics: { transports: { events: ClientProxyOutboxTransport.for({ client: 'EVENTS', timeoutMs: SEND_TIMEOUT_MS }) } },
+          outbox: { sendTimeoutMs: 2 * SEND_TIMEOUT_MS },
+          providers: [{ provide: 'EVENTS', useValue: client }],
+          logger: false,
+        });
+        cleanups.push(() => app.close());
+        const { order, messageId } = await app.get(OrderPayments).pay(NATS_SUBJECT);
+        const [envelope] = await arrival(received.nats, messageId);
+        expect(envelope).toMatchObject({ id: messageId, type: 'order.paid', payload: { orderId: order.id }, attempt: 1 });
+        await waitUntil(async () => (await database.statusCounts()).DONE === 1, 'the message is DONE');
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
   });
 
   describe('a black hole', () => {
+    it(
+      'Redis: a send whose PUBLISH is never answered fails as an attempt within its timeout',
+      async () => {
+        const proxy = await proxyTo(REDIS_URL, 6379);
+        cleanups.push(() => proxy.close());
+        const { transport } = await publisher(redisClient(proxy.rewrite(REDIS_URL)));
+        await markerArrives(transport);
+        proxy.blackHole();
+        const started = Date.now();
+        const error = await transport.send(message({ destination: REDIS_CHANNEL })).catch((e: unknown) => e);
+        const elapsed = Date.now() - started;
+        expect(error).toBeInstanceOf(SendTimeoutError);
+        expect(elapsed).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS - 50);
+        expect(elapsed).toBeLessThan(SEND_TIMEOUT_MS + 5_000);
+        // A timeout says nothing of the connection: the next messages are still attempted.
+        expect(transport.isAvailable()).toBe(true);
+        // Closing the client waits for QUIT's answer: let the loss show first.
+        await proxy.close();
+        await waitUntil(() => !transport.isAvailable(), 'the client saw its connection close');
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
 
-    it('Redis: a send whose PUBLISH is never answered fails as an attempt within its timeout', async () => {
-      const proxy = await proxyTo(REDIS_URL, 6379);
-      cleanups.push(() => proxy.close());
-      const { transport } = await publisher(redisClient(proxy.rewrite(REDIS_URL)));
-      await markerArrives(transport);
-      proxy.blackHole();
-      const started = Date.now();
-      const error = await transport.send(message({ destination: REDIS_CHANNEL })).catch((e: unknown) => e);
-      const elapsed = Date.now() - started;
-      expect(error).toBeInstanceOf(SendTimeoutError);
-      expect(elapsed).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS - 50);
-      expect(elapsed).toBeLessThan(SEND_TIMEOUT_MS + 5_000);
-      // A timeout says nothing of the connection: the next messages are still attempted.
-      expect(transport.isAvailable()).toBe(true);
-      // Closing the client waits for QUIT's answer: let the loss show first.
-      await proxy.close();
-      await waitUntil(() => !transport.isAvailable(), 'the client saw its connection close');
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS));
-
-    it('NATS: a send into a black hole completes, as core NATS only proves the client took the message', async () => {
-      const proxy = await proxyTo(NATS_URL, 4222);
-      cleanups.push(() => proxy.close());
-      const { transport } = await publisher(natsClient(proxy.rewrite(NATS_URL)));
-      await markerArrives(transport);
-      proxy.blackHole();
-      const lost = message({ destination: NATS_SUBJECT });
-      await expect(transport.send(lost)).resolves.toBeUndefined();
-      expect(received.nats.map((envelope) => envelope.id)).not.toContain(lost.messageId);
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+    it(
+      'NATS: a send into a black hole completes, as core NATS only proves the client took the message',
+      async () => {
+        const proxy = await proxyTo(NATS_URL, 4222);
+        cleanups.push(() => proxy.close());
+        const { transport } = await publisher(natsClient(proxy.rewrite(NATS_URL)));
+        await markerArrives(transport);
+        proxy.blackHole();
+        const lost = message({ destination: NATS_SUBJECT });
+        await expect(transport.send(lost)).resolves.toBeUndefined();
+        expect(received.nats.map((envelope) => envelope.id)).not.toContain(lost.messageId);
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
   });
 
   describe('an outage', () => {
-    it('NATS: while the connection is cut the transport is unavailable and gives sends back unattempted; it returns by itself', async () => {
-      const proxy = await proxyTo(NATS_URL, 4222);
-      cleanups.push(() => proxy.close());
-      const { transport } = await publisher(natsClient(proxy.rewrite(NATS_URL)));
-      await markerArrives(transport);
-      const woken = jest.fn();
-      transport.onAvailable(woken);
-      proxy.cut();
-      await waitUntil(() => !transport.isAvailable(), 'the transport took the client for disconnected');
-      await expect(transport.send(message({ destination: NATS_SUBJECT }))).rejects.toBeInstanceOf(TransportUnavailableError);
-      proxy.restore();
-      await waitUntil(() => transport.isAvailable(), 'the client reconnected');
-      expect(woken).toHaveBeenCalled();
-      await markerArrives(transport);
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+    it(
+      'NATS: while the connection is cut the transport is unavailable and gives sends back unattempted; it returns by itself',
+      async () => {
+        const proxy = await proxyTo(NATS_URL, 4222);
+        cleanups.push(() => proxy.close());
+        const { transport } = await publisher(natsClient(proxy.rewrite(NATS_URL)));
+        await markerArrives(transport);
+        const woken = jest.fn();
+        transport.onAvailable(woken);
+        proxy.cut();
+        await waitUntil(() => !transport.isAvailable(), 'the transport took the client for disconnected');
+        await expect(transport.send(message({ destination: NATS_SUBJECT }))).rejects.toBeInstanceOf(TransportUnavailableError);
+        proxy.restore();
+        await waitUntil(() => transport.isAvailable(), 'the client reconnected');
+        expect(woken).toHaveBeenCalled();
+        await markerArrives(transport);
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
 
-    it('Redis: a client that drops its connections at the loss is brought back by the probes', async () => {
-      const proxy = await proxyTo(REDIS_URL, 6379);
-      cleanups.push(() => proxy.close());
-      const { transport } = await publisher(redisClient(proxy.rewrite(REDIS_URL)));
-      await markerArrives(transport);
-      const woken = jest.fn();
-      transport.onAvailable(woken);
-      proxy.cut();
-      await waitUntil(() => !transport.isAvailable(), 'the transport took the client for disconnected');
-      await expect(transport.send(message({ destination: REDIS_CHANNEL }))).rejects.toBeInstanceOf(TransportUnavailableError);
-      proxy.restore();
-      await waitUntil(() => transport.isAvailable(), 'a probe reconnected the client');
-      expect(woken).toHaveBeenCalled();
-      await markerArrives(transport);
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+    it(
+      'Redis: a client that drops its connections at the loss is brought back by the probes',
+      async () => {
+        const proxy = await proxyTo(REDIS_URL, 6379);
+        cleanups.push(() => proxy.close());
+        const { transport } = await publisher(redisClient(proxy.rewrite(REDIS_URL)));
+        await markerArrives(transport);
+        const woken = jest.fn();
+        transport.onAvailable(woken);
+        proxy.cut();
+        await waitUntil(() => !transport.isAvailable(), 'the transport took the client for disconnected');
+        await expect(transport.send(message({ destination: REDIS_CHANNEL }))).rejects.toBeInstanceOf(TransportUnavailableError);
+        proxy.restore();
+        await waitUntil(() => transport.isAvailable(), 'a probe reconnected the client');
+        expect(woken).toHaveBeenCalled();
+        await markerArrives(transport);
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
 
-    it('a client that cannot connect gives sends back unattempted, and the transport is unavailable', async () => {
-      const proxy = await proxyTo(NATS_URL, 4222);
-      cleanups.push(() => proxy.close());
-      proxy.cut();
-      const { transport } = await publisher(natsClient(proxy.rewrite(NATS_URL)));
-      await expect(transport.send(message({ destination: NATS_SUBJECT }))).rejects.toBeInstanceOf(TransportUnavailableError);
-      expect(transport.isAvailable()).toBe(false);
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+    it(
+      'a client that cannot connect gives sends back unattempted, and the transport is unavailable',
+      async () => {
+        const proxy = await proxyTo(NATS_URL, 4222);
+        cleanups.push(() => proxy.close());
+        proxy.cut();
+        const { transport } = await publisher(natsClient(proxy.rewrite(NATS_URL)));
+        await expect(transport.send(message({ destination: NATS_SUBJECT }))).rejects.toBeInstanceOf(TransportUnavailableError);
+        expect(transport.isAvailable()).toBe(false);
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
   });
 
   it('refuses to start, naming the token, when the application registers no such client', async () => {

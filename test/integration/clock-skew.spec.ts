@@ -60,54 +60,66 @@ describe(`An app whose clock is 10 minutes off (${DATABASE_KIND})`, () => {
     return token;
   }
 
-  it('does not reclaim a fresh claim, and does reclaim one that is old by the database clock', async () => {
-    const fresh = await publishOne('fresh');
-    const freshToken = await claim();
-    const old = await publishOne('old');
-    await claim();
-    await db.sql(`UPDATE {outbox_message} SET claimed_at = ${db.timeAgo(EXPIRED_MS)} WHERE message_id = ?`, [old]);
-    // Claimed fresh now, aged once the first reclaim was seen: its reclaim proves a later check.
-    const later = await publishOne('later');
-    await claim();
+  it(
+    'does not reclaim a fresh claim, and does reclaim one that is old by the database clock',
+    async () => {
+      const fresh = await publishOne('fresh');
+      const freshToken = await claim();
+      const old = await publishOne('old');
+      await claim();
+      await db.sql(`UPDATE {outbox_message} SET claimed_at = ${db.timeAgo(EXPIRED_MS)} WHERE message_id = ?`, [old]);
+      // Claimed fresh now, aged once the first reclaim was seen: its reclaim proves a later check.
+      const later = await publishOne('later');
+      await claim();
 
-    const skewed = await ChildApp.start('it-skew-ahead', {
-      database: { kind: db.kind, name: db.name },
-      clockSkewMs: TEN_MINUTES,
-      // Checks every 200 ms; the dispatcher itself sends nothing here.
-      outbox: { stuckReclaimAfterMs: RECLAIM_AFTER_MS, stuckWarnAfterMs: 30_000, stuckCheckIntervalMs: 200, pollIntervalMs: 60_000, notifyEnabled: false },
-    });
-    try {
-      // The control: the old claim is reclaimed (and then sent) by the skewed instance.
-      const reclaimed = async (messageId: string) => {
-        const [row] = await db.sql(`SELECT attempts FROM {outbox_message} WHERE message_id = ?`, [messageId]);
-        return Number(row.attempts) >= 1;
-      };
-      await waitUntil(() => reclaimed(old), 'the old claim was reclaimed');
-      // More checks: one that saw the fresh claim after the first reclaim, found by its reclaiming
-      // a claim that only became old then.
-      await db.sql(`UPDATE {outbox_message} SET claimed_at = ${db.timeAgo(EXPIRED_MS)} WHERE message_id = ?`, [later]);
-      await waitUntil(() => reclaimed(later), 'a claim aged after the first reclaim was reclaimed too');
-      const [row] = await db.sql(`SELECT status, claim_token, attempts FROM {outbox_message} WHERE message_id = ?`, [fresh]);
-      expect({ status: row.status, token: row.claim_token, attempts: Number(row.attempts) }).toEqual({ status: 'PROCESSING', token: freshToken, attempts: 0 });
-    } finally {
-      await skewed.stop();
-    }
-  }, timeoutFor(STARTUP_TIMEOUT_MS, 2 * WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS));
+      const skewed = await ChildApp.start('it-skew-ahead', {
+        database: { kind: db.kind, name: db.name },
+        clockSkewMs: TEN_MINUTES,
+        // Checks every 200 ms; the dispatcher itself sends nothing here.
+        outbox: { stuckReclaimAfterMs: RECLAIM_AFTER_MS, stuckWarnAfterMs: 30_000, stuckCheckIntervalMs: 200, pollIntervalMs: 60_000, notifyEnabled: false },
+      });
+      try {
+        // The control: the old claim is reclaimed (and then sent) by the skewed instance.
+        const reclaimed = async (messageId: string) => {
+          const [row] = await db.sql(`SELECT attempts FROM {outbox_message} WHERE message_id = ?`, [messageId]);
+          return Number(row.attempts) >= 1;
+        };
+        await waitUntil(() => reclaimed(old), 'the old claim was reclaimed');
+        // More checks: one that saw the fresh claim after the first reclaim, found by its reclaiming
+        // a claim that only became old then.
+        await db.sql(`UPDATE {outbox_message} SET claimed_at = ${db.timeAgo(EXPIRED_MS)} WHERE message_id = ?`, [later]);
+        await waitUntil(() => reclaimed(later), 'a claim aged after the first reclaim was reclaimed too');
+        const [row] = await db.sql(`SELECT status, claim_token, attempts FROM {outbox_message} WHERE message_id = ?`, [fresh]);
+        expect({ status: row.status, token: row.claim_token, attempts: Number(row.attempts) }).toEqual({
+          status: 'PROCESSING',
+          token: freshToken,
+          attempts: 0,
+        });
+      } finally {
+        await skewed.stop();
+      }
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, 2 * WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS),
+  );
 
-  it('an app whose clock is behind sends a just-published message at once', async () => {
-    const behind = await ChildApp.start('it-skew-behind', {
-      database: { kind: db.kind, name: db.name },
-      clockSkewMs: -TEN_MINUTES,
-      outbox: { pollIntervalMs: 200, notifyEnabled: false },
-    });
-    try {
-      const messageId = await publishOne('behind');
-      await waitUntil(async () => {
-        const [row] = await db.sql(`SELECT status FROM {outbox_message} WHERE message_id = ?`, [messageId]);
-        return row.status === 'DONE';
-      }, 'the message was sent by the instance whose clock is behind');
-    } finally {
-      await behind.stop();
-    }
-  }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS));
+  it(
+    'an app whose clock is behind sends a just-published message at once',
+    async () => {
+      const behind = await ChildApp.start('it-skew-behind', {
+        database: { kind: db.kind, name: db.name },
+        clockSkewMs: -TEN_MINUTES,
+        outbox: { pollIntervalMs: 200, notifyEnabled: false },
+      });
+      try {
+        const messageId = await publishOne('behind');
+        await waitUntil(async () => {
+          const [row] = await db.sql(`SELECT status FROM {outbox_message} WHERE message_id = ?`, [messageId]);
+          return row.status === 'DONE';
+        }, 'the message was sent by the instance whose clock is behind');
+      } finally {
+        await behind.stop();
+      }
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS),
+  );
 });

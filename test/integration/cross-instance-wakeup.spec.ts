@@ -18,14 +18,17 @@ describeOn(['postgres'], 'Waking another instance through PostgreSQL NOTIFY (NOT
   let dispatcher: INestApplicationContext;
   let probe: QueueProbe;
 
-  beforeAll(async () => {
-    await database.reset();
-    await assertExchange(EXCHANGE);
-    probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
-    // The dispatching instance polls once an hour, so only a wake-up can make it send promptly.
-    dispatcher = await createTestApp({ database, outbox: { pollIntervalMs: HOUR, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
-    writer = await createTestApp({ database, outbox: { dispatcherEnabled: false, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
-  }, timeoutFor(2 * STARTUP_TIMEOUT_MS));
+  beforeAll(
+    async () => {
+      await database.reset();
+      await assertExchange(EXCHANGE);
+      probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
+      // The dispatching instance polls once an hour, so only a wake-up can make it send promptly.
+      dispatcher = await createTestApp({ database, outbox: { pollIntervalMs: HOUR, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
+      writer = await createTestApp({ database, outbox: { dispatcherEnabled: false, notifyMinIntervalMs: 0, notifyChannel: CHANNEL } });
+    },
+    timeoutFor(2 * STARTUP_TIMEOUT_MS),
+  );
 
   afterAll(async () => {
     await writer.close();
@@ -34,27 +37,35 @@ describeOn(['postgres'], 'Waking another instance through PostgreSQL NOTIFY (NOT
   });
 
   const publish = (n: number) =>
-    writer.get(DataSource).transaction((manager) =>
-      writer.get(OutboxService).publish({ type: 'wake.test', exchange: EXCHANGE, routingKey: 'wake', payload: { n } }, { manager }),
-    );
+    writer
+      .get(DataSource)
+      .transaction((manager) => writer.get(OutboxService).publish({ type: 'wake.test', exchange: EXCHANGE, routingKey: 'wake', payload: { n } }, { manager }));
 
-  it('sends a message written by another instance without waiting for a poll', async () => {
-    const { messageId } = await publish(1);
-    await probe.waitFor(1);
-    expect(probe.messageIds).toEqual([messageId]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'sends a message written by another instance without waiting for a poll',
+    async () => {
+      const { messageId } = await publish(1);
+      await probe.waitFor(1);
+      expect(probe.messageIds).toEqual([messageId]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-  it('keeps working after the listening connection is killed', async () => {
-    const wakes = jest.spyOn(dispatcher.get(OutboxWakeup), 'wake');
-    const killed = await database.sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = ?`, [`LISTEN "${CHANNEL}"`]);
-    expect(killed).toHaveLength(1);
-    // The listener notices and listens again (it retries after a second), then looks once for
-    // what it missed: that look must be over before publishing, or it, not a wake-up, would
-    // find the message.
-    await waitUntil(() => wakes.mock.calls.length > 0, 'the dispatcher listens again');
-    await dispatcher.get(OutboxDispatcher).drain();
-    const { messageId } = await publish(2);
-    await probe.waitFor(2);
-    expect(probe.messageIds[1]).toBe(messageId);
-  }, timeoutFor(2 * WAIT_TIMEOUT_MS));
+  it(
+    'keeps working after the listening connection is killed',
+    async () => {
+      const wakes = jest.spyOn(dispatcher.get(OutboxWakeup), 'wake');
+      const killed = await database.sql(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = ?`, [`LISTEN "${CHANNEL}"`]);
+      expect(killed).toHaveLength(1);
+      // The listener notices and listens again (it retries after a second), then looks once for
+      // what it missed: that look must be over before publishing, or it, not a wake-up, would
+      // find the message.
+      await waitUntil(() => wakes.mock.calls.length > 0, 'the dispatcher listens again');
+      await dispatcher.get(OutboxDispatcher).drain();
+      const { messageId } = await publish(2);
+      await probe.waitFor(2);
+      expect(probe.messageIds[1]).toBe(messageId);
+    },
+    timeoutFor(2 * WAIT_TIMEOUT_MS),
+  );
 });

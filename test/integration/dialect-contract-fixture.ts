@@ -140,12 +140,14 @@ export async function seed(t: ContractTables, kind: TableKind, specs: RowSpec[])
   if (kind === 'outbox') {
     await t.dataSource.transaction(async (manager) => {
       for (const [i, spec] of specs.entries()) {
-        if (!(await t.outbox.insert(manager, outboxRow({ ...base(spec, i), transport: spec.lane ?? LANES.outbox[0] })))) throw new Error('seed: duplicate outbox row');
+        if (!(await t.outbox.insert(manager, outboxRow({ ...base(spec, i), transport: spec.lane ?? LANES.outbox[0] }))))
+          throw new Error('seed: duplicate outbox row');
       }
     });
   } else {
     for (const [i, spec] of specs.entries()) {
-      if (!(await t.inbox.insertPending(t.dataSource, inboxRow({ ...base(spec, i), consumer: spec.lane ?? LANES.inbox[0] })))) throw new Error('seed: duplicate inbox row');
+      if (!(await t.inbox.insertPending(t.dataSource, inboxRow({ ...base(spec, i), consumer: spec.lane ?? LANES.inbox[0] }))))
+        throw new Error('seed: duplicate inbox row');
     }
   }
   const time = (agoMs: number | null | undefined) => (agoMs === null || agoMs === undefined ? 'NULL' : t.database.timeAgo(agoMs));

@@ -91,7 +91,11 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
         const token = randomUUID();
         const claimed = await claim(t, kind, 10, token);
         expect(claimed.map((c) => c.messageId)).toEqual([rows[0], rows[3], rows[5]].map((r) => r.messageId));
-        expect(claimed.map((c) => [c.claimToken, c.attempts, c.maxAttempts])).toEqual([[token, 0, 5], [token, 2, 5], [token, 0, 5]]);
+        expect(claimed.map((c) => [c.claimToken, c.attempts, c.maxAttempts])).toEqual([
+          [token, 0, 5],
+          [token, 2, 5],
+          [token, 0, 5],
+        ]);
         const stored = await rowsById(t, kind);
         for (const c of claimed) expect(stored.get(c.id)).toMatchObject({ status: PROCESSING, claimToken: token, claimedBy: 'contract-instance' });
         expect(await claim(t, kind, 10, randomUUID())).toEqual([]);
@@ -113,7 +117,11 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
           await fc.assert(
             fc.asyncProperty(fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }), outcomes, fc.boolean(), async (stale, outcome, attempted) => {
               await clearTables(t);
-              await seed(t, kind, stale.map(() => (attempted ? { status: FAILED, attempts: 1 } : {})));
+              await seed(
+                t,
+                kind,
+                stale.map(() => (attempted ? { status: FAILED, attempts: 1 } : {})),
+              );
               const token = randomUUID();
               const claimed = await claim(t, kind, 100, token);
               expect(claimed).toHaveLength(stale.length);
@@ -155,10 +163,17 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
           await fc.assert(
             fc.asyncProperty(fc.array(settlement, { minLength: 1, maxLength: 4 }), async (settlements) => {
               await clearTables(t);
-              await seed(t, kind, settlements.map(() => ({})));
+              await seed(
+                t,
+                kind,
+                settlements.map(() => ({})),
+              );
               const claimed = await claim(t, kind, 100, randomUUID());
               const before = await databaseNow(t);
-              const count = await table().settleFailed(t.dataSource, claimed.map((c, i) => ({ id: c.id, claimToken: c.claimToken, ...settlements[i] })));
+              const count = await table().settleFailed(
+                t.dataSource,
+                claimed.map((c, i) => ({ id: c.id, claimToken: c.claimToken, ...settlements[i] })),
+              );
               const after = await databaseNow(t);
               expect(count).toBe(settlements.length);
               const stored = await rowsById(t, kind);
@@ -219,14 +234,28 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
               const rows = await seed(
                 t,
                 kind,
-                ages.map((age, i) => ({ status: PROCESSING, claimedAgoMs: age, claimToken: randomUUID(), claimedBy: `host-${i}`, attempts: i % 3, orderingKey: i % 2 ? `k${i}` : null })),
+                ages.map((age, i) => ({
+                  status: PROCESSING,
+                  claimedAgoMs: age,
+                  claimToken: randomUUID(),
+                  claimedBy: `host-${i}`,
+                  attempts: i % 3,
+                  orderingKey: i % 2 ? `k${i}` : null,
+                })),
               );
               const expected = rows
                 .map((row, i) => ({ row, age: ages[i] }))
                 .filter(({ age }) => age > threshold)
                 .sort((a, b) => b.age - a.age)
                 .slice(0, limit)
-                .map(({ row }) => ({ id: row.id, claimToken: row.claimToken, attempts: row.attempts, maxAttempts: 5, claimedBy: row.claimedBy, orderingKey: row.orderingKey }));
+                .map(({ row }) => ({
+                  id: row.id,
+                  claimToken: row.claimToken,
+                  attempts: row.attempts,
+                  maxAttempts: 5,
+                  claimedBy: row.claimedBy,
+                  orderingKey: row.orderingKey,
+                }));
               expect(await table().findExpiredClaims(t.dataSource, threshold, limit)).toEqual(expected);
             }),
             RUNS,
@@ -265,7 +294,11 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
           await fc.assert(
             fc.asyncProperty(fc.array(row, { maxLength: 8 }), async (specs) => {
               await clearTables(t);
-              const rows = await seed(t, kind, specs.map((s) => ({ status: s.status, lane: s.other ? otherLane : lane, dueInMs: s.dueMinutes * MINUTE })));
+              const rows = await seed(
+                t,
+                kind,
+                specs.map((s) => ({ status: s.status, lane: s.other ? otherLane : lane, dueInMs: s.dueMinutes * MINUTE })),
+              );
               const before = await databaseNow(t);
               const summary = await table().statusSummary(t.dataSource);
               expectWithin(summary.at, before, await databaseNow(t));
@@ -299,9 +332,22 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
     describe('retention', () => {
       const finishedRow = fc.record({ status: statusArb, old: fc.boolean() });
       const seedAged = (specs: { status: MessageStatus; old: boolean }[]) =>
-        seed(t, kind, specs.map((s) => ({ status: s.status, processedAgoMs: s.old ? 2 * DAY : DAY / 2, lastError: 'kept', bizKey: `biz-${randomUUID()}`, orderingKey: 'k' })));
+        seed(
+          t,
+          kind,
+          specs.map((s) => ({
+            status: s.status,
+            processedAgoMs: s.old ? 2 * DAY : DAY / 2,
+            lastError: 'kept',
+            bizKey: `biz-${randomUUID()}`,
+            orderingKey: 'k',
+          })),
+        );
       const eligible = (rows: StoredRow[], specs: { status: MessageStatus; old: boolean }[], limit: number) =>
-        rows.filter((_, i) => isFinished(specs[i].status) && specs[i].old).slice(0, limit).map((r) => r.id);
+        rows
+          .filter((_, i) => isFinished(specs[i].status) && specs[i].old)
+          .slice(0, limit)
+          .map((r) => r.id);
 
       it(
         'deletes finished rows older than the retention, lowest ids first, up to a limit',
@@ -353,9 +399,16 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
           await fc.assert(
             fc.asyncProperty(fc.array(row, { maxLength: 10 }), fc.integer({ min: 1, max: 4 }), async (specs, limit) => {
               await clearTables(t);
-              const rows = await seed(t, kind, specs.map((s, i) => ({ status: s.status, orderingKey: s.key, lane: s.other ? otherLane : lane, attempts: i, lastError: `e${i}` })));
+              const rows = await seed(
+                t,
+                kind,
+                specs.map((s, i) => ({ status: s.status, orderingKey: s.key, lane: s.other ? otherLane : lane, attempts: i, lastError: `e${i}` })),
+              );
               const expected = rows
-                .filter((r) => r.orderingKey !== null && r.status === MANUAL_REQUIRED && !rows.some((e) => sameKey(kind, e, r) && e.id < r.id && isUnfinished(e.status)))
+                .filter(
+                  (r) =>
+                    r.orderingKey !== null && r.status === MANUAL_REQUIRED && !rows.some((e) => sameKey(kind, e, r) && e.id < r.id && isUnfinished(e.status)),
+                )
                 .slice(0, limit)
                 .map((r) => ({
                   orderingKey: r.orderingKey,
@@ -524,73 +577,83 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
         async () => {
           const changeArb = fc.constantFrom<MessageChange>('requeue', 'abandon', 'replay', 'purge');
           const row = fc.record({ status: statusArb, key: fc.constantFrom('k1', 'k2', null), type: fc.constantFrom('a.event', 'b.event') });
-          const filterChoice = fc.record({ statuses: fc.uniqueArray(statusArb, { minLength: 1, maxLength: 4 }), type: fc.constantFrom('a.event', 'b.event') }, { requiredKeys: [] });
+          const filterChoice = fc.record(
+            { statuses: fc.uniqueArray(statusArb, { minLength: 1, maxLength: 4 }), type: fc.constantFrom('a.event', 'b.event') },
+            { requiredKeys: [] },
+          );
           await fc.assert(
-            fc.asyncProperty(fc.array(row, { minLength: 1, maxLength: 8 }), changeArb, filterChoice, fc.integer({ min: 1, max: 3 }), fc.nat(), async (specs, change, choice, size, throughAt) => {
-              await clearTables(t);
-              const rows = await seed(
-                t,
-                kind,
-                specs.map((s) => ({
-                  status: s.status,
-                  type: s.type,
-                  orderingKey: s.key,
-                  attempts: 2,
-                  processedAgoMs: isFinished(s.status) ? MINUTE : null,
-                  claimToken: s.status === PROCESSING || s.status === DONE ? randomUUID() : null,
-                  claimedAgoMs: s.status === PROCESSING || s.status === DONE ? MINUTE : null,
-                })),
-              );
-              const filter: MessageFilter = { ...choice };
-              const through = rows[throughAt % rows.length].id;
-              const throughIndex = throughAt % rows.length;
-              const changeable = CHANGEABLE_STATUSES[change];
-              const changed = rows.filter(
-                (r, i) =>
-                  i <= throughIndex &&
-                  changeable.includes(r.status) &&
-                  (!filter.statuses || filter.statuses.includes(r.status)) &&
-                  (!filter.type || filter.type === r.type) &&
-                  (change !== 'replay' || r.orderingKey === null || !rows.some((u) => sameKey(kind, u, r) && u.id > r.id && isUnfinished(u.status))),
-              );
-              let after: string | null = null;
-              let total = 0;
-              const before = await databaseNow(t);
-              for (;;) {
-                const outcome = await table().changeMessages(t.dataSource, change, filter, { after, through, size });
-                if (outcome.lastId === null) break;
-                expect(outcome.changed).toBeLessThanOrEqual(size);
-                total += outcome.changed;
-                after = outcome.lastId;
-              }
-              const end = await databaseNow(t);
-              expect(total).toBe(changed.length);
-              const stored = await rowsById(t, kind);
-              for (const r of rows) {
-                const now = stored.get(r.id);
-                if (!changed.includes(r)) {
-                  expect(now).toEqual(r);
-                  continue;
+            fc.asyncProperty(
+              fc.array(row, { minLength: 1, maxLength: 8 }),
+              changeArb,
+              filterChoice,
+              fc.integer({ min: 1, max: 3 }),
+              fc.nat(),
+              async (specs, change, choice, size, throughAt) => {
+                await clearTables(t);
+                const rows = await seed(
+                  t,
+                  kind,
+                  specs.map((s) => ({
+                    status: s.status,
+                    type: s.type,
+                    orderingKey: s.key,
+                    attempts: 2,
+                    processedAgoMs: isFinished(s.status) ? MINUTE : null,
+                    claimToken: s.status === PROCESSING || s.status === DONE ? randomUUID() : null,
+                    claimedAgoMs: s.status === PROCESSING || s.status === DONE ? MINUTE : null,
+                  })),
+                );
+                const filter: MessageFilter = { ...choice };
+                const through = rows[throughAt % rows.length].id;
+                const throughIndex = throughAt % rows.length;
+                const changeable = CHANGEABLE_STATUSES[change];
+                const changed = rows.filter(
+                  (r, i) =>
+                    i <= throughIndex &&
+                    changeable.includes(r.status) &&
+                    (!filter.statuses || filter.statuses.includes(r.status)) &&
+                    (!filter.type || filter.type === r.type) &&
+                    (change !== 'replay' || r.orderingKey === null || !rows.some((u) => sameKey(kind, u, r) && u.id > r.id && isUnfinished(u.status))),
+                );
+                let after: string | null = null;
+                let total = 0;
+                const before = await databaseNow(t);
+                for (;;) {
+                  const outcome = await table().changeMessages(t.dataSource, change, filter, { after, through, size });
+                  if (outcome.lastId === null) break;
+                  expect(outcome.changed).toBeLessThanOrEqual(size);
+                  total += outcome.changed;
+                  after = outcome.lastId;
                 }
-                switch (change) {
-                  case 'purge':
-                    expect(now).toBeUndefined();
-                    break;
-                  case 'requeue':
-                    expect(now).toMatchObject({ status: requeuedStatus(kind === 'inbox' ? 'consumer' : null), attempts: 0 });
-                    expectWithin(now!.nextAttemptAt, before, end);
-                    break;
-                  case 'abandon':
-                    expect(now).toMatchObject({ status: ABANDONED, attempts: 2 });
-                    expectWithin(now!.processedAt, before, end);
-                    break;
-                  case 'replay':
-                    expect(now).toMatchObject({ status: PENDING, attempts: 0, processedAt: null, claimToken: null, claimedAt: null, claimedBy: null });
-                    expectWithin(now!.nextAttemptAt, before, end);
-                    break;
+                const end = await databaseNow(t);
+                expect(total).toBe(changed.length);
+                const stored = await rowsById(t, kind);
+                for (const r of rows) {
+                  const now = stored.get(r.id);
+                  if (!changed.includes(r)) {
+                    expect(now).toEqual(r);
+                    continue;
+                  }
+                  switch (change) {
+                    case 'purge':
+                      expect(now).toBeUndefined();
+                      break;
+                    case 'requeue':
+                      expect(now).toMatchObject({ status: requeuedStatus(kind === 'inbox' ? 'consumer' : null), attempts: 0 });
+                      expectWithin(now!.nextAttemptAt, before, end);
+                      break;
+                    case 'abandon':
+                      expect(now).toMatchObject({ status: ABANDONED, attempts: 2 });
+                      expectWithin(now!.processedAt, before, end);
+                      break;
+                    case 'replay':
+                      expect(now).toMatchObject({ status: PENDING, attempts: 0, processedAt: null, claimToken: null, claimedAt: null, claimedBy: null });
+                      expectWithin(now!.nextAttemptAt, before, end);
+                      break;
+                  }
                 }
-              }
-            }),
+              },
+            ),
             RUNS,
           );
         },

@@ -54,20 +54,23 @@ describe('A dispatching process meets rows it cannot send (real process)', () =>
   let writer: INestApplicationContext;
   let child: ChildApp;
 
-  beforeAll(async () => {
-    await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, inbox);
-    probe = await QueueProbe.bind(inbox.outExchange, '#', `${PREFIX}.probe`);
-    // The test process only writes; the child claims, sends, and consumes.
-    writer = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
-    child = await ChildApp.start(
-      'it-hostile-outbox-rows',
-      { database, inbox, outbox: { pollIntervalMs: 100, maxAttempts: 2, backoffBaseMs: 50, backoffMaxMs: 100 } },
-      STARTUP_TIMEOUT_MS,
-    );
-  }, timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS));
+  beforeAll(
+    async () => {
+      await database.reset();
+      connection = await connect(AMQP_URL);
+      channel = await connection.createChannel();
+      await prepareInboxBroker(channel, inbox);
+      probe = await QueueProbe.bind(inbox.outExchange, '#', `${PREFIX}.probe`);
+      // The test process only writes; the child claims, sends, and consumes.
+      writer = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
+      child = await ChildApp.start(
+        'it-hostile-outbox-rows',
+        { database, inbox, outbox: { pollIntervalMs: 100, maxAttempts: 2, backoffBaseMs: 50, backoffMaxMs: 100 } },
+        STARTUP_TIMEOUT_MS,
+      );
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
+  );
 
   afterAll(async () => {
     await killAllChildren();

@@ -159,183 +159,237 @@ describe('HTTP delivery', () => {
     return messageId;
   }
 
-  it('POSTs the payload as JSON with the message id as webhook-id and Idempotency-Key, and marks it DONE', async () => {
-    const before = Math.floor(Date.now() / 1_000);
-    const { messageId, order } = await payments.pay('billing');
-    expect(await settled(messageId, 'DONE')).toEqual({ status: 'DONE', attempts: 0, lastError: null });
-    const [request] = receiver.attemptsOf(messageId);
-    expect(receiver.attemptsOf(messageId)).toHaveLength(1);
-    expect(request).toMatchObject({ method: 'POST', path: '/billing' });
-    expect(JSON.parse(request.body.toString('utf8'))).toEqual({ orderId: order.id });
-    expect(request.headers).toMatchObject({
-      'content-type': 'application/json',
-      'webhook-id': messageId,
-      'idempotency-key': messageId,
-      authorization: 'Bearer billing-token',
-      'x-tenant': 'acme',
-    });
-    expect(Number(request.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(before);
-    expect(Number(request.headers['webhook-timestamp'])).toBeLessThanOrEqual(Math.ceil(Date.now() / 1_000));
-    // No secret on this endpoint: nothing claims to be signed.
-    expect(request.headers['webhook-signature']).toBeUndefined();
-  }, timeoutFor(WAIT_TIMEOUT_MS));
-
-  it('retries a 503 and delivers on the next attempt, with the same webhook-id on both', async () => {
-    receiver.script('/flaky', [answer(503, 'maintenance')]);
-    const { messageId } = await payments.pay('flaky');
-    expect(await settled(messageId, 'DONE')).toEqual({ status: 'DONE', attempts: 1, lastError: null });
-    const requests = receiver.attemptsOf(messageId);
-    expect(requests.map((request) => request.headers['idempotency-key'])).toEqual([messageId, messageId]);
-    // The attempt number counts up; the publish time stays the message's.
-    expect(requests.map((request) => request.headers['outbox-attempt'])).toEqual(['1', '2']);
-    expect(requests[0].headers['outbox-published-at']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    expect(requests[1].headers['outbox-published-at']).toBe(requests[0].headers['outbox-published-at']);
-    expect(requests[0].body.equals(requests[1].body)).toBe(true);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
-
-  it('waits as long as Retry-After asks before the next attempt, though the backoff is 100 ms', async () => {
-    receiver.script('/throttled', [answer(503, 'slow down', { 'retry-after': '2' })]);
-    const { messageId } = await payments.pay('throttled');
-    // Read in one query while the row waits for its retry: DONE clears last_error.
-    let waiting: MessageRow | undefined;
-    await waitUntil(async () => (waiting = await row(messageId)).attempts === 1, 'the first attempt failed');
-    expect(waiting).toMatchObject({ status: 'FAILED', lastError: expect.stringContaining('HTTP 503: slow down (Retry-After: 2)') });
-    expect(await settled(messageId, 'DONE')).toMatchObject({ status: 'DONE', attempts: 1 });
-    const [first, second] = receiver.attemptsOf(messageId);
-    expect(second.at - first.at).toBeGreaterThanOrEqual(2_000);
-  }, timeoutFor(2 * WAIT_TIMEOUT_MS));
-
-  it('sends a 410 to MANUAL_REQUIRED at once, with the status and the start of the body', async () => {
-    receiver.script('/gone', [], answer(410, `order is gone for good\n${'x'.repeat(5_000)}`));
-    const { messageId } = await payments.pay('gone');
-    const failed = await settled(messageId, 'MANUAL_REQUIRED');
-    expect(failed.attempts).toBe(1);
-    expect(failed.lastError).toMatch(/^NonRetryableError: endpoint "gone" answered HTTP 410: order is gone for good\\u000axxx/);
-    expect(failed.lastError!.length).toBeLessThan(600);
-    expect(receiver.attemptsOf(messageId)).toHaveLength(1);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
-
-  it('fails an attempt that gets no answer within the endpoint timeout, and keeps delivering to other endpoints', async () => {
-    receiver.script('/hung', [], NEVER);
-    const messageId = await publish('hung', { n: 1 }, 3);
-    await waitUntil(() => receiver.attemptsOf(messageId).length >= 1, 'the hung endpoint has the first attempt');
-
-    // While the endpoint hangs, a message to another endpoint goes through.
-    const { messageId: healthy } = await payments.pay('healthy');
-    expect(await settled(healthy, 'DONE')).toMatchObject({ status: 'DONE', attempts: 0 });
-
-    // The second attempt comes once the first was recorded as failed (only FAILED rows are claimed again).
-    await waitUntil(() => receiver.attemptsOf(messageId).length >= 2, 'the hung endpoint has the second attempt');
-    const retried = await row(messageId);
-    expect(retried.attempts).toBeGreaterThanOrEqual(1);
-    expect(retried.lastError).toContain('endpoint "hung" did not answer within 500 ms');
-
-    const given = await settled(messageId, 'MANUAL_REQUIRED');
-    expect(given).toMatchObject({ status: 'MANUAL_REQUIRED', attempts: 3 });
-    expect(given.lastError).toMatch(/^Error: endpoint "hung" did not answer within 500 ms <- caused by .*TimeoutError/);
-    const attempts = receiver.attemptsOf(messageId);
-    expect(attempts).toHaveLength(3);
-    // The client gave up on each request after the endpoint's timeout, long before sendTimeoutMs.
-    await waitUntil(() => attempts.every((attempt) => attempt.closedAt !== undefined), 'every hung request was abandoned by the client');
-    for (const attempt of attempts) {
-      expect(attempt.closedAt! - attempt.at).toBeLessThan(SEND_TIMEOUT_MS - 500);
-      expect(attempt.closedAt! - attempt.at).toBeGreaterThan(HUNG_TIMEOUT_MS - 100);
-    }
-  }, timeoutFor(4 * WAIT_TIMEOUT_MS));
-
-  it('does not follow a redirect: the message goes to MANUAL_REQUIRED and the target is never asked', async () => {
-    receiver.script('/moved', [], answer(302, 'see elsewhere', { location: `${receiver.url}/moved-target` }));
-    const { messageId } = await payments.pay('moved');
-    const failed = await settled(messageId, 'MANUAL_REQUIRED');
-    expect(failed.attempts).toBe(1);
-    expect(failed.lastError).toContain('endpoint "moved" answered HTTP 302: see elsewhere (redirects are not followed: configure the final URL)');
-    // fetch follows a redirect before it resolves, and the row is settled after: a followed
-    // redirect would have reached the target by now.
-    expect(receiver.to('/moved-target')).toEqual([]);
-    expect(receiver.attemptsOf(messageId)).toHaveLength(1);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
-
-  it('refuses to publish for an endpoint that is not configured, and sends a stored one to MANUAL_REQUIRED, naming it', async () => {
-    await expect(payments.pay('warehouse')).rejects.toThrow(
-      expect.objectContaining({ name: 'OutboxMessageInvalidError', field: 'destination', message: expect.stringContaining('got destination "warehouse"') }),
-    );
-    // As another version of the application (or a hand-written INSERT) would have stored it.
-    const messageId = randomUUID();
-    await database.sql(
-      `INSERT INTO {outbox_message} (message_id, message_type, transport, exchange, routing_key, destination, payload, headers, status, max_attempts)
-       VALUES (?, 'order.paid', 'default', '', '', 'warehouse', '{}', '{}', 'PENDING', 3)`,
-      [messageId],
-    );
-    app.get(OutboxDispatcher).trigger();
-    const failed = await settled(messageId, 'MANUAL_REQUIRED');
-    expect(failed.attempts).toBe(1);
-    expect(failed.lastError).toContain('no HTTP endpoint "warehouse" is configured: add it to HttpOutboxTransport.for({ endpoints }) and requeue the message');
-    expect(receiver.attemptsOf(messageId)).toEqual([]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
-
-  it('signs each attempt with the endpoint secret, over the bytes it sends', async () => {
-    receiver.script('/logistics', [answer(500, 'try again')]);
-    const messageId = await publish('logistics', { orderId: 7, note: 'é € 😀 "quoted" \\ \u2028' });
-    await settled(messageId, 'DONE');
-    const requests = receiver.attemptsOf(messageId);
-    expect(requests).toHaveLength(2);
-    for (const request of requests) {
-      expect(verifyWebhook({ headers: request.headers, body: request.body, secrets: SECRET })).toEqual({
-        ok: true,
-        id: messageId,
-        timestamp: Number(request.headers['webhook-timestamp']),
+  it(
+    'POSTs the payload as JSON with the message id as webhook-id and Idempotency-Key, and marks it DONE',
+    async () => {
+      const before = Math.floor(Date.now() / 1_000);
+      const { messageId, order } = await payments.pay('billing');
+      expect(await settled(messageId, 'DONE')).toEqual({ status: 'DONE', attempts: 0, lastError: null });
+      const [request] = receiver.attemptsOf(messageId);
+      expect(receiver.attemptsOf(messageId)).toHaveLength(1);
+      expect(request).toMatchObject({ method: 'POST', path: '/billing' });
+      expect(JSON.parse(request.body.toString('utf8'))).toEqual({ orderId: order.id });
+      expect(request.headers).toMatchObject({
+        'content-type': 'application/json',
+        'webhook-id': messageId,
+        'idempotency-key': messageId,
+        authorization: 'Bearer billing-token',
+        'x-tenant': 'acme',
       });
-      const otherSecret = `whsec_${Buffer.from('another secret').toString('base64')}`;
-      expect(verifyWebhook({ headers: request.headers, body: request.body, secrets: otherSecret })).toEqual({ ok: false, reason: 'no-matching-signature' });
-      expect(JSON.parse(request.body.toString('utf8'))).toEqual({ orderId: 7, note: 'é € 😀 "quoted" \\ \u2028' });
-    }
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+      expect(Number(request.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(before);
+      expect(Number(request.headers['webhook-timestamp'])).toBeLessThanOrEqual(Math.ceil(Date.now() / 1_000));
+      // No secret on this endpoint: nothing claims to be signed.
+      expect(request.headers['webhook-signature']).toBeUndefined();
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-  it('takes an endpoint that keeps answering 503 for down: its messages wait unattempted, probed, and are delivered once it is back', async () => {
-    receiver.script('/outage', [], answer(503, 'down for maintenance'));
-    const messages = [];
-    for (let i = 0; i < 8; i++) messages.push(await publish('outage', { n: i }, 3));
-    // Five failed sends open the circuit; then one probe after 1 s, the next 2 s later. Without the
-    // circuit, 3 attempts 100-200 ms apart would have sent every message to MANUAL_REQUIRED by then.
-    await waitUntil(() => receiver.to('/outage').length >= 7, 'the endpoint was probed twice after the circuit opened', 2 * WAIT_TIMEOUT_MS);
-    const during = await Promise.all(messages.map(row));
-    expect(during.filter((message) => message.status === 'MANUAL_REQUIRED')).toEqual([]);
-    // Only the sends that opened the circuit counted: 4 attempts at most, whoever made them.
-    expect(during.reduce((sum, message) => sum + message.attempts, 0)).toBeLessThanOrEqual(4);
+  it(
+    'retries a 503 and delivers on the next attempt, with the same webhook-id on both',
+    async () => {
+      receiver.script('/flaky', [answer(503, 'maintenance')]);
+      const { messageId } = await payments.pay('flaky');
+      expect(await settled(messageId, 'DONE')).toEqual({ status: 'DONE', attempts: 1, lastError: null });
+      const requests = receiver.attemptsOf(messageId);
+      expect(requests.map((request) => request.headers['idempotency-key'])).toEqual([messageId, messageId]);
+      // The attempt number counts up; the publish time stays the message's.
+      expect(requests.map((request) => request.headers['outbox-attempt'])).toEqual(['1', '2']);
+      expect(requests[0].headers['outbox-published-at']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(requests[1].headers['outbox-published-at']).toBe(requests[0].headers['outbox-published-at']);
+      expect(requests[0].body.equals(requests[1].body)).toBe(true);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-    receiver.script('/outage', [], OK);
-    for (const messageId of messages) expect((await settled(messageId, 'DONE', 2 * WAIT_TIMEOUT_MS)).status).toBe('DONE');
-    expect(new Set(receiver.to('/outage').map((request) => request.headers['webhook-id']))).toEqual(new Set(messages));
-  }, timeoutFor(4 * WAIT_TIMEOUT_MS));
+  it(
+    'waits as long as Retry-After asks before the next attempt, though the backoff is 100 ms',
+    async () => {
+      receiver.script('/throttled', [answer(503, 'slow down', { 'retry-after': '2' })]);
+      const { messageId } = await payments.pay('throttled');
+      // Read in one query while the row waits for its retry: DONE clears last_error.
+      let waiting: MessageRow | undefined;
+      await waitUntil(async () => (waiting = await row(messageId)).attempts === 1, 'the first attempt failed');
+      expect(waiting).toMatchObject({ status: 'FAILED', lastError: expect.stringContaining('HTTP 503: slow down (Retry-After: 2)') });
+      expect(await settled(messageId, 'DONE')).toMatchObject({ status: 'DONE', attempts: 1 });
+      const [first, second] = receiver.attemptsOf(messageId);
+      expect(second.at - first.at).toBeGreaterThanOrEqual(2_000);
+    },
+    timeoutFor(2 * WAIT_TIMEOUT_MS),
+  );
 
-  it('does not POST a message whose transaction rolled back', async () => {
-    await expect(payments.pay('audit', { fail: true })).rejects.toThrow('payment rejected');
-    // A marker published after it: a surviving row would have a lower id, and would be claimed
-    // (and POSTed, then settled) no later than the marker.
-    const marker = await publish('audit', { marker: true });
-    await settled(marker, 'DONE');
-    await waitUntil(async () => {
-      const [busy] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE destination = 'audit' AND status IN ('PENDING', 'PROCESSING', 'FAILED')`);
-      return Number(busy.n) === 0;
-    }, 'no audit message is left to send');
-    expect(receiver.to('/audit').map((request) => request.headers['webhook-id'])).toEqual([marker]);
-    const [stored] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE destination = 'audit'`);
-    expect(Number(stored.n)).toBe(1);
-  }, timeoutFor(2 * WAIT_TIMEOUT_MS));
+  it(
+    'sends a 410 to MANUAL_REQUIRED at once, with the status and the start of the body',
+    async () => {
+      receiver.script('/gone', [], answer(410, `order is gone for good\n${'x'.repeat(5_000)}`));
+      const { messageId } = await payments.pay('gone');
+      const failed = await settled(messageId, 'MANUAL_REQUIRED');
+      expect(failed.attempts).toBe(1);
+      expect(failed.lastError).toMatch(/^NonRetryableError: endpoint "gone" answered HTTP 410: order is gone for good\\u000axxx/);
+      expect(failed.lastError!.length).toBeLessThan(600);
+      expect(receiver.attemptsOf(messageId)).toHaveLength(1);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'fails an attempt that gets no answer within the endpoint timeout, and keeps delivering to other endpoints',
+    async () => {
+      receiver.script('/hung', [], NEVER);
+      const messageId = await publish('hung', { n: 1 }, 3);
+      await waitUntil(() => receiver.attemptsOf(messageId).length >= 1, 'the hung endpoint has the first attempt');
+
+      // While the endpoint hangs, a message to another endpoint goes through.
+      const { messageId: healthy } = await payments.pay('healthy');
+      expect(await settled(healthy, 'DONE')).toMatchObject({ status: 'DONE', attempts: 0 });
+
+      // The second attempt comes once the first was recorded as failed (only FAILED rows are claimed again).
+      await waitUntil(() => receiver.attemptsOf(messageId).length >= 2, 'the hung endpoint has the second attempt');
+      const retried = await row(messageId);
+      expect(retried.attempts).toBeGreaterThanOrEqual(1);
+      expect(retried.lastError).toContain('endpoint "hung" did not answer within 500 ms');
+
+      const given = await settled(messageId, 'MANUAL_REQUIRED');
+      expect(given).toMatchObject({ status: 'MANUAL_REQUIRED', attempts: 3 });
+      expect(given.lastError).toMatch(/^Error: endpoint "hung" did not answer within 500 ms <- caused by .*TimeoutError/);
+      const attempts = receiver.attemptsOf(messageId);
+      expect(attempts).toHaveLength(3);
+      // The client gave up on each request after the endpoint's timeout, long before sendTimeoutMs.
+      await waitUntil(() => attempts.every((attempt) => attempt.closedAt !== undefined), 'every hung request was abandoned by the client');
+      for (const attempt of attempts) {
+        expect(attempt.closedAt! - attempt.at).toBeLessThan(SEND_TIMEOUT_MS - 500);
+        expect(attempt.closedAt! - attempt.at).toBeGreaterThan(HUNG_TIMEOUT_MS - 100);
+      }
+    },
+    timeoutFor(4 * WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'does not follow a redirect: the message goes to MANUAL_REQUIRED and the target is never asked',
+    async () => {
+      receiver.script('/moved', [], answer(302, 'see elsewhere', { location: `${receiver.url}/moved-target` }));
+      const { messageId } = await payments.pay('moved');
+      const failed = await settled(messageId, 'MANUAL_REQUIRED');
+      expect(failed.attempts).toBe(1);
+      expect(failed.lastError).toContain('endpoint "moved" answered HTTP 302: see elsewhere (redirects are not followed: configure the final URL)');
+      // fetch follows a redirect before it resolves, and the row is settled after: a followed
+      // redirect would have reached the target by now.
+      expect(receiver.to('/moved-target')).toEqual([]);
+      expect(receiver.attemptsOf(messageId)).toHaveLength(1);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'refuses to publish for an endpoint that is not configured, and sends a stored one to MANUAL_REQUIRED, naming it',
+    async () => {
+      await expect(payments.pay('warehouse')).rejects.toThrow(
+        expect.objectContaining({ name: 'OutboxMessageInvalidError', field: 'destination', message: expect.stringContaining('got destination "warehouse"') }),
+      );
+      // As another version of the application (or a hand-written INSERT) would have stored it.
+      const messageId = randomUUID();
+      await database.sql(
+        `INSERT INTO {outbox_message} (message_id, message_type, transport, exchange, routing_key, destination, payload, headers, status, max_attempts)
+       VALUES (?, 'order.paid', 'default', '', '', 'warehouse', '{}', '{}', 'PENDING', 3)`,
+        [messageId],
+      );
+      app.get(OutboxDispatcher).trigger();
+      const failed = await settled(messageId, 'MANUAL_REQUIRED');
+      expect(failed.attempts).toBe(1);
+      expect(failed.lastError).toContain(
+        'no HTTP endpoint "warehouse" is configured: add it to HttpOutboxTransport.for({ endpoints }) and requeue the message',
+      );
+      expect(receiver.attemptsOf(messageId)).toEqual([]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'signs each attempt with the endpoint secret, over the bytes it sends',
+    async () => {
+      receiver.script('/logistics', [answer(500, 'try again')]);
+      const messageId = await publish('logistics', { orderId: 7, note: 'é € 😀 "quoted" \\ \u2028' });
+      await settled(messageId, 'DONE');
+      const requests = receiver.attemptsOf(messageId);
+      expect(requests).toHaveLength(2);
+      for (const request of requests) {
+        expect(verifyWebhook({ headers: request.headers, body: request.body, secrets: SECRET })).toEqual({
+          ok: true,
+          id: messageId,
+          timestamp: Number(request.headers['webhook-timestamp']),
+        });
+        const otherSecret = `whsec_${Buffer.from('another secret').toString('base64')}`;
+        expect(verifyWebhook({ headers: request.headers, body: request.body, secrets: otherSecret })).toEqual({ ok: false, reason: 'no-matching-signature' });
+        expect(JSON.parse(request.body.toString('utf8'))).toEqual({ orderId: 7, note: 'é € 😀 "quoted" \\ \u2028' });
+      }
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'takes an endpoint that keeps answering 503 for down: its messages wait unattempted, probed, and are delivered once it is back',
+    async () => {
+      receiver.script('/outage', [], answer(503, 'down for maintenance'));
+      const messages = [];
+      for (let i = 0; i < 8; i++) messages.push(await publish('outage', { n: i }, 3));
+      // Five failed sends open the circuit; then one probe after 1 s, the next 2 s later. Without the
+      // circuit, 3 attempts 100-200 ms apart would have sent every message to MANUAL_REQUIRED by then.
+      await waitUntil(() => receiver.to('/outage').length >= 7, 'the endpoint was probed twice after the circuit opened', 2 * WAIT_TIMEOUT_MS);
+      const during = await Promise.all(messages.map(row));
+      expect(during.filter((message) => message.status === 'MANUAL_REQUIRED')).toEqual([]);
+      // Only the sends that opened the circuit counted: 4 attempts at most, whoever made them.
+      expect(during.reduce((sum, message) => sum + message.attempts, 0)).toBeLessThanOrEqual(4);
+
+      receiver.script('/outage', [], OK);
+      for (const messageId of messages) expect((await settled(messageId, 'DONE', 2 * WAIT_TIMEOUT_MS)).status).toBe('DONE');
+      expect(new Set(receiver.to('/outage').map((request) => request.headers['webhook-id']))).toEqual(new Set(messages));
+    },
+    timeoutFor(4 * WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'does not POST a message whose transaction rolled back',
+    async () => {
+      await expect(payments.pay('audit', { fail: true })).rejects.toThrow('payment rejected');
+      // A marker published after it: a surviving row would have a lower id, and would be claimed
+      // (and POSTed, then settled) no later than the marker.
+      const marker = await publish('audit', { marker: true });
+      await settled(marker, 'DONE');
+      await waitUntil(async () => {
+        const [busy] = await database.sql(
+          `SELECT count(*) AS n FROM {outbox_message} WHERE destination = 'audit' AND status IN ('PENDING', 'PROCESSING', 'FAILED')`,
+        );
+        return Number(busy.n) === 0;
+      }, 'no audit message is left to send');
+      expect(receiver.to('/audit').map((request) => request.headers['webhook-id'])).toEqual([marker]);
+      const [stored] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE destination = 'audit'`);
+      expect(Number(stored.n)).toBe(1);
+    },
+    timeoutFor(2 * WAIT_TIMEOUT_MS),
+  );
 });
 
 describe('HTTP delivery start-up', () => {
-  it('refuses to start when an endpoint timeout is not below sendTimeoutMs, naming both', async () => {
-    const transport = HttpOutboxTransport.for({ endpoints: { partner: { url: 'http://127.0.0.1:9/hooks', timeoutMs: 5_000 }, fine: { url: 'http://127.0.0.1:9/ok', timeoutMs: 100 } } });
-    // Refused where the module is declared (OutboxModule.forRoot), before any pool opens.
-    const started = createTestApp({ database, statics: { transport }, outbox: { sendTimeoutMs: 5_000 }, logger: false });
-    await expect(started).rejects.toThrow('HttpOutboxTransport endpoints.partner.timeoutMs (5000) must be less than sendTimeoutMs (5000)');
-    await expect(started).rejects.not.toThrow(/endpoints\.fine/);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'refuses to start when an endpoint timeout is not below sendTimeoutMs, naming both',
+    async () => {
+      const transport = HttpOutboxTransport.for({
+        endpoints: { partner: { url: 'http://127.0.0.1:9/hooks', timeoutMs: 5_000 }, fine: { url: 'http://127.0.0.1:9/ok', timeoutMs: 100 } },
+      });
+      // Refused where the module is declared (OutboxModule.forRoot), before any pool opens.
+      const started = createTestApp({ database, statics: { transport }, outbox: { sendTimeoutMs: 5_000 }, logger: false });
+      await expect(started).rejects.toThrow('HttpOutboxTransport endpoints.partner.timeoutMs (5000) must be less than sendTimeoutMs (5000)');
+      await expect(started).rejects.not.toThrow(/endpoints\.fine/);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
-  it('starts with the default endpoint timeout and the default sendTimeoutMs', async () => {
-    const transport = HttpOutboxTransport.for({ endpoints: { partner: { url: 'http://127.0.0.1:9/hooks' } } });
-    const app = await createTestApp({ database, statics: { transport }, logger: false });
-    await app.close();
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'starts with the default endpoint timeout and the default sendTimeoutMs',
+    async () => {
+      const transport = HttpOutboxTransport.for({ endpoints: { partner: { url: 'http://127.0.0.1:9/hooks' } } });
+      const app = await createTestApp({ database, statics: { transport }, logger: false });
+      await app.close();
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 });

@@ -22,7 +22,6 @@ const config: InboxFixtureConfig = {
   announceStarts: true,
 };
 
-
 describe('A transactional inbox delivery whose broker connection drops (real process, AMQP through a proxy)', () => {
   let proxy: TcpProxy;
   let connection: ChannelModel;
@@ -58,8 +57,7 @@ describe('A transactional inbox delivery whose broker connection drops (real pro
   const deliver = (event: FixtureEvent, messageId: string) =>
     channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(event)), { messageId, type: 'order.paid' });
   // The children create test_effect at start-up (synchronize), with the library's tables.
-  const effects = async (orderId: number) =>
-    Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = ?`, [orderId]))[0].n);
+  const effects = async (orderId: number) => Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = ?`, [orderId]))[0].n);
   const inboxRow = async (messageId: string) => {
     const [row] = await database.sql(`SELECT status, attempts FROM {inbox_message} WHERE consumer = ? AND message_id = ?`, [CONSUMER, messageId]);
     return row && { status: row.status as string, attempts: Number(row.attempts) };

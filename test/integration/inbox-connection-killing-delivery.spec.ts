@@ -61,28 +61,32 @@ describeOn(['postgres'], 'A delivery whose recording keeps dropping the database
     channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(event)), { messageId, type: 'order.paid' });
   const effects = async (orderId: number) => Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = ?`, [orderId]))[0].n);
 
-  it('is given up, recorded in a reduced form and dead-lettered, when it keeps failing while other deliveries are recorded', async () => {
-    const messageId = `kill-${randomUUID()}`;
-    deliver({ orderId: 1 }, messageId);
-    // Other deliveries keep arriving and are recorded while the killer is handed back (it is held
-    // 1 s before each return, so this takes some seconds however fast the machine is).
-    const deadline = Date.now() + 90_000;
-    let orderId = 100;
-    while (!dead.messageIds.includes(messageId)) {
-      if (Date.now() > deadline) throw new Error('the killing delivery was never given up');
-      const current = ++orderId;
-      deliver({ orderId: current }, randomUUID());
-      await waitUntil(async () => (await effects(current)) === 1, `order ${current} is processed beside the killer`, 30_000);
-      await sleep(100);
-    }
+  it(
+    'is given up, recorded in a reduced form and dead-lettered, when it keeps failing while other deliveries are recorded',
+    async () => {
+      const messageId = `kill-${randomUUID()}`;
+      deliver({ orderId: 1 }, messageId);
+      // Other deliveries keep arriving and are recorded while the killer is handed back (it is held
+      // 1 s before each return, so this takes some seconds however fast the machine is).
+      const deadline = Date.now() + 90_000;
+      let orderId = 100;
+      while (!dead.messageIds.includes(messageId)) {
+        if (Date.now() > deadline) throw new Error('the killing delivery was never given up');
+        const current = ++orderId;
+        deliver({ orderId: current }, randomUUID());
+        await waitUntil(async () => (await effects(current)) === 1, `order ${current} is processed beside the killer`, 30_000);
+        await sleep(100);
+      }
 
-    const row = await reducedRowOf(messageId);
-    expect(row).toMatchObject({ status: 'MANUAL_REQUIRED', payload: JSON.stringify({ orderId: 1 }) });
-    expect(row.last_error).toMatch(/could not record it (\d+) times in a row, each time with an error of an unavailable database/);
-    expect(Number(/(\d+) times in a row/.exec(row.last_error)![1])).toBeLessThanOrEqual(10);
-    expect(row.last_error).toContain(`received as messageId "${messageId}"`);
-    expect(await effects(1)).toBe(0);
-  }, timeoutFor(90_000, 30_000));
+      const row = await reducedRowOf(messageId);
+      expect(row).toMatchObject({ status: 'MANUAL_REQUIRED', payload: JSON.stringify({ orderId: 1 }) });
+      expect(row.last_error).toMatch(/could not record it (\d+) times in a row, each time with an error of an unavailable database/);
+      expect(Number(/(\d+) times in a row/.exec(row.last_error)![1])).toBeLessThanOrEqual(10);
+      expect(row.last_error).toContain(`received as messageId "${messageId}"`);
+      expect(await effects(1)).toBe(0);
+    },
+    timeoutFor(90_000, 30_000),
+  );
 
   it('is given up after more tries when nothing else is recorded meanwhile, which may be an outage', async () => {
     const messageId = `kill-${randomUUID()}`;

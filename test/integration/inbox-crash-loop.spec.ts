@@ -27,7 +27,6 @@ const config: InboxFixtureConfig = {
   announceStarts: true,
 };
 
-
 describe('A transactional delivery whose handler kills its process (real processes)', () => {
   let connection: ChannelModel;
   let channel: Channel;

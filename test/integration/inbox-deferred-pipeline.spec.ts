@@ -136,53 +136,75 @@ describe('Deferred @InboxHandler methods run through the same Nest chain and des
   const inboxRow = async (consumer: string, messageId: string) =>
     (await database.sql(`SELECT status, last_error FROM {inbox_message} WHERE consumer = ? AND message_id = ?`, [consumer, messageId]))[0];
   const effects = async (consumer: string, messageId: string) =>
-    (await database.sql<{ order_id: unknown }>(`SELECT order_id FROM {test_effect} WHERE consumer = ? AND message_id = ?`, [consumer, messageId])).map((r) => Number(r.order_id));
+    (await database.sql<{ order_id: unknown }>(`SELECT order_id FROM {test_effect} WHERE consumer = ? AND message_id = ?`, [consumer, messageId])).map((r) =>
+      Number(r.order_id),
+    );
   const processed = (consumer: string, messageId: string) =>
     waitUntil(async () => ['DONE', 'MANUAL_REQUIRED'].includes((await inboxRow(consumer, messageId))?.status), `${consumer} ran message ${messageId}`);
 
-  it('hands the handler what its parameter pipes made of the stored payload', async () => {
-    const messageId = randomUUID();
-    deliver('piped', { orderId: 2 }, messageId);
-    await processed('piped', messageId);
-    expect(await inboxRow('piped', messageId)).toMatchObject({ status: 'DONE' });
-    expect(await effects('piped', messageId)).toEqual([2]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'hands the handler what its parameter pipes made of the stored payload',
+    async () => {
+      const messageId = randomUUID();
+      deliver('piped', { orderId: 2 }, messageId);
+      await processed('piped', messageId);
+      expect(await inboxRow('piped', messageId)).toMatchObject({ status: 'DONE' });
+      expect(await effects('piped', messageId)).toEqual([2]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-  it('treats a pipe rejecting the stored payload as a failed attempt', async () => {
-    const messageId = randomUUID();
-    deliver('piped', { orderId: 3 }, messageId);
-    await processed('piped', messageId);
-    expect(await inboxRow('piped', messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', last_error: expect.stringMatching(/order 3 is odd/) });
-    expect(await effects('piped', messageId)).toEqual([]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'treats a pipe rejecting the stored payload as a failed attempt',
+    async () => {
+      const messageId = randomUUID();
+      deliver('piped', { orderId: 3 }, messageId);
+      await processed('piped', messageId);
+      expect(await inboxRow('piped', messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', last_error: expect.stringMatching(/order 3 is odd/) });
+      expect(await effects('piped', messageId)).toEqual([]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-  it("deserializes the stored body with the handler's own deserializer", async () => {
-    const messageId = randomUUID();
-    deliver('decoded', Buffer.from('order:8'), messageId);
-    await processed('decoded', messageId);
-    expect(await effects('decoded', messageId)).toEqual([8]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    "deserializes the stored body with the handler's own deserializer",
+    async () => {
+      const messageId = randomUUID();
+      deliver('decoded', Buffer.from('order:8'), messageId);
+      await processed('decoded', messageId);
+      expect(await effects('decoded', messageId)).toEqual([8]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-  it('refuses a body its own deserializer would get back altered from the stored text', async () => {
-    const messageId = randomUUID();
-    deliver('decoded', Buffer.from([0x6f, 0x72, 0xff, 0x00]), messageId);
-    await processed('decoded', messageId);
-    expect(await inboxRow('decoded', messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', last_error: expect.stringMatching(/use mode 'transactional'/) });
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'refuses a body its own deserializer would get back altered from the stored text',
+    async () => {
+      const messageId = randomUUID();
+      deliver('decoded', Buffer.from([0x6f, 0x72, 0xff, 0x00]), messageId);
+      await processed('decoded', messageId);
+      expect(await inboxRow('decoded', messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', last_error: expect.stringMatching(/use mode 'transactional'/) });
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-  it('runs guards and interceptors again when the worker runs the row, the inner ones inside its transaction', async () => {
-    const messageId = randomUUID();
-    deliver('guarded', { orderId: 10 }, messageId);
-    await processed('guarded', messageId);
-    await app.get(InboxWorker).drain();
-    expect(await effects('guarded', messageId)).toEqual([10]);
-    // Once when the delivery is stored, once when the worker runs it.
-    expect(guard.runsFor(messageId)).toEqual([
-      { type: 'rmq', messageId, inTransaction: false },
-      { type: 'rmq', messageId, inTransaction: false },
-    ]);
-    expect(around.runsFor(messageId).map((s) => s.inTransaction)).toEqual([false, false]);
-    // Inside the inbox it runs only with the handler, in the transaction that settles the row.
-    expect(inside.runsFor(messageId)).toEqual([{ type: 'rmq', messageId, inTransaction: true }]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'runs guards and interceptors again when the worker runs the row, the inner ones inside its transaction',
+    async () => {
+      const messageId = randomUUID();
+      deliver('guarded', { orderId: 10 }, messageId);
+      await processed('guarded', messageId);
+      await app.get(InboxWorker).drain();
+      expect(await effects('guarded', messageId)).toEqual([10]);
+      // Once when the delivery is stored, once when the worker runs it.
+      expect(guard.runsFor(messageId)).toEqual([
+        { type: 'rmq', messageId, inTransaction: false },
+        { type: 'rmq', messageId, inTransaction: false },
+      ]);
+      expect(around.runsFor(messageId).map((s) => s.inTransaction)).toEqual([false, false]);
+      // Inside the inbox it runs only with the handler, in the transaction that settles the row.
+      expect(inside.runsFor(messageId)).toEqual([{ type: 'rmq', messageId, inTransaction: true }]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 });

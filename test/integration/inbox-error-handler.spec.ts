@@ -89,26 +89,37 @@ describe("The error handler the inbox gives golevelup keeps the application's ow
 
     afterAll(() => app.close());
 
-    it("falls back to the module's defaultSubscribeErrorBehavior", async () => {
-      const messageId = randomUUID();
-      deliver('module-default', messageId);
-      // NACK rejects without requeueing: the queue's dead-letter exchange gets it.
-      await waitUntil(() => dead.messageIds.includes(messageId), 'the refused delivery is dead-lettered');
-    }, timeoutFor(WAIT_TIMEOUT_MS));
+    it(
+      "falls back to the module's defaultSubscribeErrorBehavior",
+      async () => {
+        const messageId = randomUUID();
+        deliver('module-default', messageId);
+        // NACK rejects without requeueing: the queue's dead-letter exchange gets it.
+        await waitUntil(() => dead.messageIds.includes(messageId), 'the refused delivery is dead-lettered');
+      },
+      timeoutFor(WAIT_TIMEOUT_MS),
+    );
 
-    it("calls the handler's own errorHandler", async () => {
-      const messageId = randomUUID();
-      deliver('own-handler', messageId);
-      await waitUntil(() => handled.some((h) => h.messageId === messageId), 'the own error handler ran');
-      expect(handled.find((h) => h.messageId === messageId)).toEqual({ messageId, error: 'refused before the inbox' });
-      expect(dead.messageIds).not.toContain(messageId);
-    }, timeoutFor(WAIT_TIMEOUT_MS));
+    it(
+      "calls the handler's own errorHandler",
+      async () => {
+        const messageId = randomUUID();
+        deliver('own-handler', messageId);
+        await waitUntil(() => handled.some((h) => h.messageId === messageId), 'the own error handler ran');
+        expect(handled.find((h) => h.messageId === messageId)).toEqual({ messageId, error: 'refused before the inbox' });
+        expect(dead.messageIds).not.toContain(messageId);
+      },
+      timeoutFor(WAIT_TIMEOUT_MS),
+    );
   });
 
-  it('refuses to start when a handlers entry of RabbitMQModule would replace the error handler the inbox gives', async () => {
-    await expect(
-      createTestApp({ database, providers: [NamedConsumer], rabbit: { handlers: { named: { errorHandler: ownErrorHandler } } } }),
-    ).rejects.toThrow(/@InboxHandler on NamedConsumer.handle: RabbitMQModule's handlers entry "named" sets errorHandler, .*set it on @RabbitSubscribe\(\) instead/);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'refuses to start when a handlers entry of RabbitMQModule would replace the error handler the inbox gives',
+    async () => {
+      await expect(createTestApp({ database, providers: [NamedConsumer], rabbit: { handlers: { named: { errorHandler: ownErrorHandler } } } })).rejects.toThrow(
+        /@InboxHandler on NamedConsumer.handle: RabbitMQModule's handlers entry "named" sets errorHandler, .*set it on @RabbitSubscribe\(\) instead/,
+      );
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 });
-

@@ -1,7 +1,16 @@
 import { RabbitPayload, RabbitRequest, RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { BadRequestException, CallHandler, ExecutionContext, INestApplicationContext, Injectable, NestInterceptor, PipeTransform, UseInterceptors } from '@nestjs/common';
+import {
+  BadRequestException,
+  CallHandler,
+  ExecutionContext,
+  INestApplicationContext,
+  Injectable,
+  NestInterceptor,
+  PipeTransform,
+  UseInterceptors,
+} from '@nestjs/common';
 import { Channel, ChannelModel, connect, ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
@@ -102,29 +111,43 @@ describe('@InboxHandler with the rest of the Nest handler chain', () => {
   const inboxRow = async (consumer: string, messageId: string) =>
     (await database.sql(`SELECT status, last_error FROM {inbox_message} WHERE consumer = ? AND message_id = ?`, [consumer, messageId]))[0];
   const effects = async (consumer: string, messageId: string) =>
-    (await database.sql<{ order_id: unknown }>(`SELECT order_id FROM {test_effect} WHERE consumer = ? AND message_id = ?`, [consumer, messageId])).map((r) => Number(r.order_id));
+    (await database.sql<{ order_id: unknown }>(`SELECT order_id FROM {test_effect} WHERE consumer = ? AND message_id = ?`, [consumer, messageId])).map((r) =>
+      Number(r.order_id),
+    );
 
-  it('hands the handler what its parameter pipes made of the payload', async () => {
-    const messageId = randomUUID();
-    deliver('piped', { orderId: 2 }, messageId);
-    await waitUntil(async () => (await inboxRow('piped', messageId))?.status === 'DONE', 'the delivery is processed');
-    expect(await effects('piped', messageId)).toEqual([2]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'hands the handler what its parameter pipes made of the payload',
+    async () => {
+      const messageId = randomUUID();
+      deliver('piped', { orderId: 2 }, messageId);
+      await waitUntil(async () => (await inboxRow('piped', messageId))?.status === 'DONE', 'the delivery is processed');
+      expect(await effects('piped', messageId)).toEqual([2]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-  it('treats a pipe rejecting the payload as a failed attempt: recorded, given up on, dead-lettered', async () => {
-    const messageId = randomUUID();
-    deliver('piped', { orderId: 3 }, messageId);
-    await waitUntil(() => dead.messageIds.includes(messageId), 'the delivery is dead-lettered');
-    expect(await inboxRow('piped', messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', last_error: expect.stringMatching(/order 3 is odd/) });
-    expect(await effects('piped', messageId)).toEqual([]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'treats a pipe rejecting the payload as a failed attempt: recorded, given up on, dead-lettered',
+    async () => {
+      const messageId = randomUUID();
+      deliver('piped', { orderId: 3 }, messageId);
+      await waitUntil(() => dead.messageIds.includes(messageId), 'the delivery is dead-lettered');
+      expect(await inboxRow('piped', messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', last_error: expect.stringMatching(/order 3 is odd/) });
+      expect(await effects('piped', messageId)).toEqual([]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
-  it('runs an interceptor written above @InboxHandler inside the inbox transaction, and one written below around it', async () => {
-    const messageId = randomUUID();
-    deliver('intercepted', { orderId: 4 }, messageId);
-    await waitUntil(async () => (await inboxRow('intercepted', messageId))?.status === 'DONE', 'the delivery is processed');
-    expect(await effects('intercepted', messageId)).toEqual([4]);
-    expect(inside.seen).toEqual([true]);
-    expect(around.seen).toEqual([false]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'runs an interceptor written above @InboxHandler inside the inbox transaction, and one written below around it',
+    async () => {
+      const messageId = randomUUID();
+      deliver('intercepted', { orderId: 4 }, messageId);
+      await waitUntil(async () => (await inboxRow('intercepted', messageId))?.status === 'DONE', 'the delivery is processed');
+      expect(await effects('intercepted', messageId)).toEqual([4]);
+      expect(inside.seen).toEqual([true]);
+      expect(around.seen).toEqual([false]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 });

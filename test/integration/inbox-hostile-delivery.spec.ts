@@ -24,7 +24,11 @@ const fixture = (name: string, mode: 'transactional' | 'deferred', exchange: str
   maxAttempts: 3,
 });
 const HOSTILE = `${PREFIX}.in`;
-const fixtures = [fixture('hostile-tx', 'transactional', HOSTILE), fixture('hostile-deferred', 'deferred', HOSTILE), fixture('refused', 'transactional', `${PREFIX}.refused-in`)];
+const fixtures = [
+  fixture('hostile-tx', 'transactional', HOSTILE),
+  fixture('hostile-deferred', 'deferred', HOSTILE),
+  fixture('refused', 'transactional', `${PREFIX}.refused-in`),
+];
 
 /** Makes every inbox row of consumer `refused` fail to insert, with an error about its data. */
 const REFUSE_CONSUMER: Record<string, string[]> = {
@@ -81,8 +85,12 @@ describe('Inbound messages the inbox cannot store never stall a consumer', () =>
     jest.restoreAllMocks();
   });
 
-  const deliver = (exchange: string, event: FixtureEvent, properties: { messageId?: string; type?: string; headers?: Record<string, unknown> }, routingKey = 'order.paid') =>
-    channel.publish(exchange, routingKey, Buffer.from(JSON.stringify(event)), { type: 'order.paid', ...properties });
+  const deliver = (
+    exchange: string,
+    event: FixtureEvent,
+    properties: { messageId?: string; type?: string; headers?: Record<string, unknown> },
+    routingKey = 'order.paid',
+  ) => channel.publish(exchange, routingKey, Buffer.from(JSON.stringify(event)), { type: 'order.paid', ...properties });
   const effects = async (consumer: string, orderId: number) =>
     Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE consumer = ? AND order_id = ?`, [consumer, orderId]))[0].n);
   const rowsWithError = async (consumer: string, pattern: string) =>
@@ -91,54 +99,66 @@ describe('Inbound messages the inbox cannot store never stall a consumer', () =>
       [consumer, pattern],
     );
   const deadOrderIds = (exchangeName = HOSTILE) =>
-    dead.messages.filter((m) => m.fields.exchange === DEAD_LETTERS && m.properties.headers?.['x-death']?.[0]?.exchange === exchangeName).map((m) => JSON.parse(m.content.toString()).orderId as number);
+    dead.messages
+      .filter((m) => m.fields.exchange === DEAD_LETTERS && m.properties.headers?.['x-death']?.[0]?.exchange === exchangeName)
+      .map((m) => JSON.parse(m.content.toString()).orderId as number);
 
-  it('dead-letters deliveries whose messageId or type holds a NUL, keeps them as MANUAL_REQUIRED with their body, and processes everything else', async () => {
-    const nulIds = [1, 2, 3, 4, 5, 6];
-    const nulTypes = [11, 12, 13, 14, 15, 16];
-    const nulRoutingKeys = [21, 22, 23];
-    const nulHeaders = [31, 32, 33];
-    const good = [41, 42, 43];
-    for (const orderId of nulIds) deliver(HOSTILE, { orderId }, { messageId: `order-${orderId}\u0000paid` });
-    for (const orderId of nulTypes) deliver(HOSTILE, { orderId }, { messageId: randomUUID(), type: `order\u0000.paid` });
-    for (const orderId of nulRoutingKeys) deliver(HOSTILE, { orderId }, { messageId: randomUUID() }, `order\u0000.paid`);
-    for (const orderId of nulHeaders) deliver(HOSTILE, { orderId }, { messageId: randomUUID(), headers: { 'x-note\u0000': `v\u0000${orderId}` } });
-    for (const orderId of good) deliver(HOSTILE, { orderId }, { messageId: randomUUID() });
-    const processed = [...nulRoutingKeys, ...nulHeaders, ...good];
+  it(
+    'dead-letters deliveries whose messageId or type holds a NUL, keeps them as MANUAL_REQUIRED with their body, and processes everything else',
+    async () => {
+      const nulIds = [1, 2, 3, 4, 5, 6];
+      const nulTypes = [11, 12, 13, 14, 15, 16];
+      const nulRoutingKeys = [21, 22, 23];
+      const nulHeaders = [31, 32, 33];
+      const good = [41, 42, 43];
+      for (const orderId of nulIds) deliver(HOSTILE, { orderId }, { messageId: `order-${orderId}\u0000paid` });
+      for (const orderId of nulTypes) deliver(HOSTILE, { orderId }, { messageId: randomUUID(), type: `order\u0000.paid` });
+      for (const orderId of nulRoutingKeys) deliver(HOSTILE, { orderId }, { messageId: randomUUID() }, `order\u0000.paid`);
+      for (const orderId of nulHeaders) deliver(HOSTILE, { orderId }, { messageId: randomUUID(), headers: { 'x-note\u0000': `v\u0000${orderId}` } });
+      for (const orderId of good) deliver(HOSTILE, { orderId }, { messageId: randomUUID() });
+      const processed = [...nulRoutingKeys, ...nulHeaders, ...good];
 
-    for (const consumer of ['hostile-tx', 'hostile-deferred']) {
-      for (const orderId of processed) await waitUntil(async () => (await effects(consumer, orderId)) === 1, `${consumer} processed order ${orderId}`, 60_000);
-    }
-    // Both consumers dead-letter each of the twelve.
-    await waitUntil(() => deadOrderIds().length >= 24, 'the undeliverable ones are dead-lettered', 60_000);
-    expect(deadOrderIds().sort((a, b) => a - b)).toEqual([...nulIds, ...nulTypes].flatMap((id) => [id, id]));
-
-    for (const consumer of ['hostile-tx', 'hostile-deferred']) {
-      const byId = await rowsWithError(consumer, '%messageId contains a NUL character%');
-      expect(byId).toHaveLength(nulIds.length);
-      for (const row of byId) {
-        expect(row).toMatchObject({ status: 'MANUAL_REQUIRED', message_id: expect.stringMatching(/^rejected:/) });
-        expect(row.last_error).toMatch(/"order-\d\\u0000paid"/);
-        expect(nulIds).toContain(JSON.parse(row.payload).orderId);
+      for (const consumer of ['hostile-tx', 'hostile-deferred']) {
+        for (const orderId of processed)
+          await waitUntil(async () => (await effects(consumer, orderId)) === 1, `${consumer} processed order ${orderId}`, 60_000);
       }
-      const byType = await rowsWithError(consumer, '%type contains a NUL character%');
-      expect(byType.map((row) => row.status)).toEqual(nulTypes.map(() => 'MANUAL_REQUIRED'));
-      expect(byType.map((row) => JSON.parse(row.payload).orderId).sort()).toEqual(nulTypes);
-      for (const orderId of [...nulIds, ...nulTypes]) expect(await effects(consumer, orderId)).toBe(0);
-    }
-    // The identity text went to the logs escaped.
-    expect(errorLines.some((line) => line.includes('order-1\\u0000paid'))).toBe(true);
-    expect(errorLines.some((line) => line.includes('\u0000'))).toBe(false);
-  }, timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+      // Both consumers dead-letter each of the twelve.
+      await waitUntil(() => deadOrderIds().length >= 24, 'the undeliverable ones are dead-lettered', 60_000);
+      expect(deadOrderIds().sort((a, b) => a - b)).toEqual([...nulIds, ...nulTypes].flatMap((id) => [id, id]));
 
-  it('dead-letters, with an error that says how to find it, a delivery that cannot be recorded at all', async () => {
-    const messageId = randomUUID();
-    deliver(`${PREFIX}.refused-in`, { orderId: 51 }, { messageId });
-    await waitUntil(() => deadOrderIds(`${PREFIX}.refused-in`).includes(51), 'the unrecordable delivery is dead-lettered', 60_000);
-    expect(await database.sql(`SELECT message_id FROM {inbox_message} WHERE consumer = 'refused'`)).toEqual([]);
-    expect(errorLines.find((line) => line.includes('UNRECORDED DELIVERY'))).toMatch(
-      new RegExp(`consumer "refused", messageId "${messageId}", type "order.paid", .*body \\d+ bytes, sha256 [0-9a-f]{64}.*rows of consumer refused are refused`),
-    );
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+      for (const consumer of ['hostile-tx', 'hostile-deferred']) {
+        const byId = await rowsWithError(consumer, '%messageId contains a NUL character%');
+        expect(byId).toHaveLength(nulIds.length);
+        for (const row of byId) {
+          expect(row).toMatchObject({ status: 'MANUAL_REQUIRED', message_id: expect.stringMatching(/^rejected:/) });
+          expect(row.last_error).toMatch(/"order-\d\\u0000paid"/);
+          expect(nulIds).toContain(JSON.parse(row.payload).orderId);
+        }
+        const byType = await rowsWithError(consumer, '%type contains a NUL character%');
+        expect(byType.map((row) => row.status)).toEqual(nulTypes.map(() => 'MANUAL_REQUIRED'));
+        expect(byType.map((row) => JSON.parse(row.payload).orderId).sort()).toEqual(nulTypes);
+        for (const orderId of [...nulIds, ...nulTypes]) expect(await effects(consumer, orderId)).toBe(0);
+      }
+      // The identity text went to the logs escaped.
+      expect(errorLines.some((line) => line.includes('order-1\\u0000paid'))).toBe(true);
+      expect(errorLines.some((line) => line.includes('\u0000'))).toBe(false);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'dead-letters, with an error that says how to find it, a delivery that cannot be recorded at all',
+    async () => {
+      const messageId = randomUUID();
+      deliver(`${PREFIX}.refused-in`, { orderId: 51 }, { messageId });
+      await waitUntil(() => deadOrderIds(`${PREFIX}.refused-in`).includes(51), 'the unrecordable delivery is dead-lettered', 60_000);
+      expect(await database.sql(`SELECT message_id FROM {inbox_message} WHERE consumer = 'refused'`)).toEqual([]);
+      expect(errorLines.find((line) => line.includes('UNRECORDED DELIVERY'))).toMatch(
+        new RegExp(
+          `consumer "refused", messageId "${messageId}", type "order.paid", .*body \\d+ bytes, sha256 [0-9a-f]{64}.*rows of consumer refused are refused`,
+        ),
+      );
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 });
-

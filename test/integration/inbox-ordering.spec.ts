@@ -44,7 +44,10 @@ const sequence = (key: string) => handled.filter((e) => e.key === key).map((e) =
 
 /** Per key, the order in which the deliveries were stored (their ids). */
 async function storedOrder(key: string): Promise<number[]> {
-  const rows = await database.sql<{ payload: string }>(`SELECT payload FROM {inbox_message} WHERE consumer = ? AND ordering_key = ? ORDER BY id`, [CONSUMER, key]);
+  const rows = await database.sql<{ payload: string }>(`SELECT payload FROM {inbox_message} WHERE consumer = ? AND ordering_key = ? ORDER BY id`, [
+    CONSUMER,
+    key,
+  ]);
   return rows.map((row) => (JSON.parse(row.payload) as Entry).seq);
 }
 const inOrder = (n: number) => Array.from({ length: n }, (_, i) => i);
@@ -89,42 +92,54 @@ describe(`Deferred @InboxHandler with an orderingKey (${DATABASE_KIND})`, () => 
     await waitUntil(async () => (await count()) === before + 1, `${entry.key}/${entry.seq} is stored`, timeoutMs);
   };
 
-  it('processes each key one delivery at a time, in the order stored, with 10 % of attempts failing', async () => {
-    const timeLeft = budget(STORING_TIMEOUT_MS);
-    for (let seq = 0; seq < PER_KEY; seq++) for (const key of KEYS) await store({ key, seq }, timeLeft());
-    await waitUntil(() => handled.length === KEYS.length * PER_KEY, 'every delivery handled', 2 * WAIT_TIMEOUT_MS);
-    for (const key of KEYS) {
-      expect({ key, stored: await storedOrder(key) }).toEqual({ key, stored: inOrder(PER_KEY) });
-      expect({ key, handled: sequence(key) }).toEqual({ key, handled: inOrder(PER_KEY) });
-    }
-    const [{ retried }] = await database.sql<{ retried: number }>(`SELECT count(*) AS retried FROM {inbox_message} WHERE attempts > 0`);
-    expect(Number(retried)).toBeGreaterThan(0);
-  }, timeoutFor(STORING_TIMEOUT_MS, 2 * WAIT_TIMEOUT_MS));
+  it(
+    'processes each key one delivery at a time, in the order stored, with 10 % of attempts failing',
+    async () => {
+      const timeLeft = budget(STORING_TIMEOUT_MS);
+      for (let seq = 0; seq < PER_KEY; seq++) for (const key of KEYS) await store({ key, seq }, timeLeft());
+      await waitUntil(() => handled.length === KEYS.length * PER_KEY, 'every delivery handled', 2 * WAIT_TIMEOUT_MS);
+      for (const key of KEYS) {
+        expect({ key, stored: await storedOrder(key) }).toEqual({ key, stored: inOrder(PER_KEY) });
+        expect({ key, handled: sequence(key) }).toEqual({ key, handled: inOrder(PER_KEY) });
+      }
+      const [{ retried }] = await database.sql<{ retried: number }>(`SELECT count(*) AS retried FROM {inbox_message} WHERE attempts > 0`);
+      expect(Number(retried)).toBeGreaterThan(0);
+    },
+    timeoutFor(STORING_TIMEOUT_MS, 2 * WAIT_TIMEOUT_MS),
+  );
 
-  it('parks a key behind a poisoned delivery, and requeuing it releases the key in order', async () => {
-    handled.length = 0;
-    faults.failRate = 0;
-    const timeLeft = budget(STORING_TIMEOUT_MS);
-    for (let seq = 0; seq < 5; seq++) {
-      for (const entry of [{ key: 'acct-poisoned', seq, poison: seq === 1 }, { key: 'acct-healthy', seq }]) await store(entry, timeLeft());
-    }
-    await waitUntil(() => sequence('acct-healthy').length === 5, 'the healthy key is handled');
-    const admin = app.get(OutboxAdmin);
-    await waitUntil(async () => (await admin.parkedInboxKeys()).length === 1, 'the poisoned key is parked');
-    // Every delivery is stored: had one behind the parked head been claimable, this claim pass
-    // (after the key was parked) would have handled it before drain() returns.
-    await app.get(InboxWorker).drain();
-    expect(sequence('acct-poisoned')).toEqual([0]);
-    const [parked] = await admin.parkedInboxKeys();
-    expect(parked).toEqual(expect.objectContaining({ orderingKey: 'acct-poisoned', consumer: CONSUMER, waiting: 3 }));
-    expect(parked.lastError).toMatch(/poisoned entry/);
+  it(
+    'parks a key behind a poisoned delivery, and requeuing it releases the key in order',
+    async () => {
+      handled.length = 0;
+      faults.failRate = 0;
+      const timeLeft = budget(STORING_TIMEOUT_MS);
+      for (let seq = 0; seq < 5; seq++) {
+        for (const entry of [
+          { key: 'acct-poisoned', seq, poison: seq === 1 },
+          { key: 'acct-healthy', seq },
+        ])
+          await store(entry, timeLeft());
+      }
+      await waitUntil(() => sequence('acct-healthy').length === 5, 'the healthy key is handled');
+      const admin = app.get(OutboxAdmin);
+      await waitUntil(async () => (await admin.parkedInboxKeys()).length === 1, 'the poisoned key is parked');
+      // Every delivery is stored: had one behind the parked head been claimable, this claim pass
+      // (after the key was parked) would have handled it before drain() returns.
+      await app.get(InboxWorker).drain();
+      expect(sequence('acct-poisoned')).toEqual([0]);
+      const [parked] = await admin.parkedInboxKeys();
+      expect(parked).toEqual(expect.objectContaining({ orderingKey: 'acct-poisoned', consumer: CONSUMER, waiting: 3 }));
+      expect(parked.lastError).toMatch(/poisoned entry/);
 
-    faults.poisonFatal = false;
-    expect(await admin.requeueInbox(CONSUMER, parked.messageId)).toBe(true);
-    await waitUntil(() => sequence('acct-poisoned').length === 5, 'the parked key drained');
-    expect(sequence('acct-poisoned')).toEqual(inOrder(5));
-    expect(await admin.parkedInboxKeys()).toEqual([]);
-    const [row] = await database.sql(`SELECT status FROM {inbox_message} WHERE message_id = ?`, [parked.messageId]);
-    expect(row.status).toBe(MessageStatus.DONE);
-  }, timeoutFor(STORING_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS));
+      faults.poisonFatal = false;
+      expect(await admin.requeueInbox(CONSUMER, parked.messageId)).toBe(true);
+      await waitUntil(() => sequence('acct-poisoned').length === 5, 'the parked key drained');
+      expect(sequence('acct-poisoned')).toEqual(inOrder(5));
+      expect(await admin.parkedInboxKeys()).toEqual([]);
+      const [row] = await database.sql(`SELECT status FROM {inbox_message} WHERE message_id = ?`, [parked.messageId]);
+      expect(row.status).toBe(MessageStatus.DONE);
+    },
+    timeoutFor(STORING_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS),
+  );
 });

@@ -74,9 +74,9 @@ describe('@InboxHandler in transactional mode', () => {
       )
     ).map((row) => ({ consumer: row.consumer, n: Number(row.n) }));
   const inboxRows = async (messageId: string) =>
-    (
-      await database.sql(`SELECT consumer, status, attempts, last_error, payload FROM {inbox_message} WHERE message_id = ? ORDER BY consumer`, [messageId])
-    ).map((row) => ({ ...row, attempts: Number(row.attempts) }));
+    (await database.sql(`SELECT consumer, status, attempts, last_error, payload FROM {inbox_message} WHERE message_id = ? ORDER BY consumer`, [messageId])).map(
+      (row) => ({ ...row, attempts: Number(row.attempts) }),
+    );
   const outgoingFor = (orderId: number) => outgoing.bodies<{ orderId: number; consumer: string }>().filter((b) => b.orderId === orderId);
   const unsent = async () =>
     Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE status IN ('PENDING', 'PROCESSING', 'FAILED')`))[0].n);
@@ -98,107 +98,177 @@ describe('@InboxHandler in transactional mode', () => {
     await outgoing.flush();
   }
 
-  it('applies a message delivered 3 times in a row once, and publishes its outgoing messages once', async () => {
-    const messageId = randomUUID();
-    for (let i = 0; i < 3; i++) {
-      deliver({ orderId: 1 }, { messageId });
+  it(
+    'applies a message delivered 3 times in a row once, and publishes its outgoing messages once',
+    async () => {
+      const messageId = randomUUID();
+      for (let i = 0; i < 3; i++) {
+        deliver({ orderId: 1 }, { messageId });
+        await waitUntil(async () => (await inboxRows(messageId)).length === 2, 'both consumers recorded it');
+      }
+      await waitUntil(() => outgoingFor(1).length >= 4, 'outgoing messages arrive');
+      await settled();
+      expect(await effects(1)).toEqual([
+        { consumer: 'billing', n: 1 },
+        { consumer: 'inventory', n: 1 },
+      ]);
+      expect(outgoingFor(1)).toHaveLength(4); // two per consumer, once each
+    },
+    timeoutFor(4 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS),
+  );
+
+  it(
+    'applies a message delivered 3 times at once once per consumer',
+    async () => {
+      const messageId = randomUUID();
+      for (let i = 0; i < 3; i++) deliver({ orderId: 2, holdMs: 200 }, { messageId });
       await waitUntil(async () => (await inboxRows(messageId)).length === 2, 'both consumers recorded it');
-    }
-    await waitUntil(() => outgoingFor(1).length >= 4, 'outgoing messages arrive');
-    await settled();
-    expect(await effects(1)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-    expect(outgoingFor(1)).toHaveLength(4); // two per consumer, once each
-  }, timeoutFor(4 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
+      await waitUntil(() => outgoingFor(2).length >= 4, 'outgoing messages arrive');
+      await settled();
+      expect(await effects(2)).toEqual([
+        { consumer: 'billing', n: 1 },
+        { consumer: 'inventory', n: 1 },
+      ]);
+      expect(outgoingFor(2)).toHaveLength(4);
+    },
+    timeoutFor(2 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS),
+  );
 
-  it('applies a message delivered 3 times at once once per consumer', async () => {
-    const messageId = randomUUID();
-    for (let i = 0; i < 3; i++) deliver({ orderId: 2, holdMs: 200 }, { messageId });
-    await waitUntil(async () => (await inboxRows(messageId)).length === 2, 'both consumers recorded it');
-    await waitUntil(() => outgoingFor(2).length >= 4, 'outgoing messages arrive');
-    await settled();
-    expect(await effects(2)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-    expect(outgoingFor(2)).toHaveLength(4);
-  }, timeoutFor(2 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
+  it(
+    'keeps nothing of a failed attempt: downstream sees the messages of the successful attempt once',
+    async () => {
+      const messageId = randomUUID();
+      deliver({ orderId: 3, failTimes: 1 }, { messageId });
+      await waitUntil(
+        async () => (await inboxRows(messageId)).every((r) => r.status === 'DONE') && (await inboxRows(messageId)).length === 2,
+        'processed after a retry',
+      );
+      await waitUntil(() => outgoingFor(3).length >= 4, 'outgoing messages arrive');
+      await settled();
+      expect(await effects(3)).toEqual([
+        { consumer: 'billing', n: 1 },
+        { consumer: 'inventory', n: 1 },
+      ]);
+      expect(outgoingFor(3)).toHaveLength(4);
+      expect((await inboxRows(messageId)).map((r) => r.attempts)).toEqual([1, 1]);
+    },
+    timeoutFor(2 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS),
+  );
 
-  it('keeps nothing of a failed attempt: downstream sees the messages of the successful attempt once', async () => {
-    const messageId = randomUUID();
-    deliver({ orderId: 3, failTimes: 1 }, { messageId });
-    await waitUntil(async () => (await inboxRows(messageId)).every((r) => r.status === 'DONE') && (await inboxRows(messageId)).length === 2, 'processed after a retry');
-    await waitUntil(() => outgoingFor(3).length >= 4, 'outgoing messages arrive');
-    await settled();
-    expect(await effects(3)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-    expect(outgoingFor(3)).toHaveLength(4);
-    expect((await inboxRows(messageId)).map((r) => r.attempts)).toEqual([1, 1]);
-  }, timeoutFor(2 * WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
-
-  it('dedupes per consumer: two consumers of one event each process it once', async () => {
-    const messageId = randomUUID();
-    deliver({ orderId: 4 }, { messageId });
-    await waitUntil(async () => (await effects(4)).length === 2, 'both consumers applied it');
-    expect(await effects(4)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+  it(
+    'dedupes per consumer: two consumers of one event each process it once',
+    async () => {
+      const messageId = randomUUID();
+      deliver({ orderId: 4 }, { messageId });
+      await waitUntil(async () => (await effects(4)).length === 2, 'both consumers applied it');
+      expect(await effects(4)).toEqual([
+        { consumer: 'billing', n: 1 },
+        { consumer: 'inventory', n: 1 },
+      ]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
   it.each([
     ['invalid JSON', Buffer.from('{"orderId": 5,'), { messageId: randomUUID() }, /not valid JSON/],
     ['an empty body', Buffer.alloc(0), { messageId: randomUUID() }, /body is empty/],
     ['no message id', { orderId: 6 }, {}, /no messageId/],
-  ])('dead-letters a message with %s and keeps it as MANUAL_REQUIRED with its error', async (_, body, properties, error) => {
-    const before = dead.messages.length;
-    deliver(body, properties);
-    await waitUntil(() => dead.messages.length >= before + 2, 'both consumers dead-lettered it');
-    const rows = (await database.sql(`SELECT consumer, status, last_error, payload FROM {inbox_message} WHERE status = 'MANUAL_REQUIRED'`)).filter((row) =>
-      error.test(row.last_error),
-    );
-    expect(rows.map((r) => r.consumer).sort()).toEqual(['billing', 'inventory']);
-    expect(rows[0].payload).toBe(Buffer.isBuffer(body) ? body.toString() : JSON.stringify(body));
-    // The queue keeps flowing.
-    const next = randomUUID();
-    deliver({ orderId: 100 + before }, { messageId: next });
-    await waitUntil(async () => (await inboxRows(next)).length === 2, 'the next message is processed');
-  }, timeoutFor(2 * WAIT_TIMEOUT_MS));
+  ])(
+    'dead-letters a message with %s and keeps it as MANUAL_REQUIRED with its error',
+    async (_, body, properties, error) => {
+      const before = dead.messages.length;
+      deliver(body, properties);
+      await waitUntil(() => dead.messages.length >= before + 2, 'both consumers dead-lettered it');
+      const rows = (await database.sql(`SELECT consumer, status, last_error, payload FROM {inbox_message} WHERE status = 'MANUAL_REQUIRED'`)).filter((row) =>
+        error.test(row.last_error),
+      );
+      expect(rows.map((r) => r.consumer).sort()).toEqual(['billing', 'inventory']);
+      expect(rows[0].payload).toBe(Buffer.isBuffer(body) ? body.toString() : JSON.stringify(body));
+      // The queue keeps flowing.
+      const next = randomUUID();
+      deliver({ orderId: 100 + before }, { messageId: next });
+      await waitUntil(async () => (await inboxRows(next)).length === 2, 'the next message is processed');
+    },
+    timeoutFor(2 * WAIT_TIMEOUT_MS),
+  );
 
-  it('gives up on an always-failing handler after maxAttempts, without a requeue spin', async () => {
-    const messageId = randomUUID();
-    const before = dead.messages.length;
-    deliver({ orderId: 7, alwaysFail: true }, { messageId });
-    await waitUntil(() => dead.messages.length >= before + 2, 'both consumers dead-lettered it');
-    await settled();
-    // The dead letters of those deliveries were routed as the broker took their rejections, sent
-    // before settled() returned; flush() passes a marker through the dead-letter queue after that.
-    await dead.flush();
-    const rows = await inboxRows(messageId);
-    expect(rows).toEqual([
-      expect.objectContaining({ consumer: 'billing', status: 'MANUAL_REQUIRED', attempts: 3, last_error: expect.stringMatching(/handler failure on attempt 3/) }),
-      expect.objectContaining({ consumer: 'inventory', status: 'MANUAL_REQUIRED', attempts: 3, last_error: expect.stringMatching(/handler failure on attempt 3/) }),
-    ]);
-    expect(await effects(7)).toEqual([]);
-    expect(dead.messages.filter((m) => m.properties.messageId === messageId)).toHaveLength(2);
-  }, timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+  it(
+    'gives up on an always-failing handler after maxAttempts, without a requeue spin',
+    async () => {
+      const messageId = randomUUID();
+      const before = dead.messages.length;
+      deliver({ orderId: 7, alwaysFail: true }, { messageId });
+      await waitUntil(() => dead.messages.length >= before + 2, 'both consumers dead-lettered it');
+      await settled();
+      // The dead letters of those deliveries were routed as the broker took their rejections, sent
+      // before settled() returned; flush() passes a marker through the dead-letter queue after that.
+      await dead.flush();
+      const rows = await inboxRows(messageId);
+      expect(rows).toEqual([
+        expect.objectContaining({
+          consumer: 'billing',
+          status: 'MANUAL_REQUIRED',
+          attempts: 3,
+          last_error: expect.stringMatching(/handler failure on attempt 3/),
+        }),
+        expect.objectContaining({
+          consumer: 'inventory',
+          status: 'MANUAL_REQUIRED',
+          attempts: 3,
+          last_error: expect.stringMatching(/handler failure on attempt 3/),
+        }),
+      ]);
+      expect(await effects(7)).toEqual([]);
+      expect(dead.messages.filter((m) => m.properties.messageId === messageId)).toHaveLength(2);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
 
-  it('treats a producer resending the same fact under a new message id as a duplicate when a bizKey is given', async () => {
-    const first = randomUUID();
-    const resent = randomUUID();
-    deliver({ orderId: 8, bizKey: 'order-8:paid' }, { messageId: first });
-    await waitUntil(async () => (await inboxRows(first)).length === 2, 'first delivery recorded');
-    deliver({ orderId: 8, bizKey: 'order-8:paid' }, { messageId: resent });
-    await settled();
-    expect(await effects(8)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-    expect(await inboxRows(resent)).toEqual([]);
-  }, timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
+  it(
+    'treats a producer resending the same fact under a new message id as a duplicate when a bizKey is given',
+    async () => {
+      const first = randomUUID();
+      const resent = randomUUID();
+      deliver({ orderId: 8, bizKey: 'order-8:paid' }, { messageId: first });
+      await waitUntil(async () => (await inboxRows(first)).length === 2, 'first delivery recorded');
+      deliver({ orderId: 8, bizKey: 'order-8:paid' }, { messageId: resent });
+      await settled();
+      expect(await effects(8)).toEqual([
+        { consumer: 'billing', n: 1 },
+        { consumer: 'inventory', n: 1 },
+      ]);
+      expect(await inboxRows(resent)).toEqual([]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS),
+  );
 
-  it('dedupes by bizKey also for messages without an AMQP type', async () => {
-    deliver({ orderId: 11, bizKey: 'order-11:paid' }, { messageId: randomUUID(), type: undefined });
-    deliver({ orderId: 11, bizKey: 'order-11:paid' }, { messageId: randomUUID(), type: undefined });
-    await waitUntil(async () => (await effects(11)).length === 2, 'both consumers applied it');
-    await settled();
-    expect(await effects(11)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-  }, timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
+  it(
+    'dedupes by bizKey also for messages without an AMQP type',
+    async () => {
+      deliver({ orderId: 11, bizKey: 'order-11:paid' }, { messageId: randomUUID(), type: undefined });
+      deliver({ orderId: 11, bizKey: 'order-11:paid' }, { messageId: randomUUID(), type: undefined });
+      await waitUntil(async () => (await effects(11)).length === 2, 'both consumers applied it');
+      await settled();
+      expect(await effects(11)).toEqual([
+        { consumer: 'billing', n: 1 },
+        { consumer: 'inventory', n: 1 },
+      ]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS),
+  );
 
-  it('accepts a message without a message id when a bizKey identifies it', async () => {
-    deliver({ orderId: 10, bizKey: 'order-10:paid' });
-    deliver({ orderId: 10, bizKey: 'order-10:paid' });
-    await waitUntil(async () => (await effects(10)).length === 2, 'both consumers applied it');
-    await settled();
-    expect(await effects(10)).toEqual([{ consumer: 'billing', n: 1 }, { consumer: 'inventory', n: 1 }]);
-  }, timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS));
+  it(
+    'accepts a message without a message id when a bizKey identifies it',
+    async () => {
+      deliver({ orderId: 10, bizKey: 'order-10:paid' });
+      deliver({ orderId: 10, bizKey: 'order-10:paid' });
+      await waitUntil(async () => (await effects(10)).length === 2, 'both consumers applied it');
+      await settled();
+      expect(await effects(10)).toEqual([
+        { consumer: 'billing', n: 1 },
+        { consumer: 'inventory', n: 1 },
+      ]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, SETTLE_TIMEOUT_MS),
+  );
 });

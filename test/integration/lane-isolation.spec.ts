@@ -51,7 +51,10 @@ describe('A lane whose transport stops answering', () => {
       statics: {
         transports: {
           default: RabbitMqOutboxTransport,
-          partner: { transport: HttpOutboxTransport.for({ endpoints: { sink: { url: proxy.rewrite(partner.url), timeoutMs: ENDPOINT_TIMEOUT_MS } } }), batchSize: 10 },
+          partner: {
+            transport: HttpOutboxTransport.for({ endpoints: { sink: { url: proxy.rewrite(partner.url), timeoutMs: ENDPOINT_TIMEOUT_MS } } }),
+            batchSize: 10,
+          },
         },
       },
       outbox: { pollIntervalMs: 100, sendTimeoutMs: 3_000, backoffBaseMs: 100, backoffMaxMs: 200 },
@@ -71,40 +74,45 @@ describe('A lane whose transport stops answering', () => {
     return { messageId, committedAt: performance.now() };
   }
 
-  it('holds up no RabbitMQ message, spends at most the attempts that opened its circuit, and sends its own once answered again', async () => {
-    proxy.blackHole();
-    const held: string[] = [];
-    for (let i = 0; i < PARTNER_MESSAGES; i++) held.push((await publish({ type: 'order.shipped', transport: 'partner', destination: 'sink', payload: { i } })).messageId);
+  it(
+    'holds up no RabbitMQ message, spends at most the attempts that opened its circuit, and sends its own once answered again',
+    async () => {
+      proxy.blackHole();
+      const held: string[] = [];
+      for (let i = 0; i < PARTNER_MESSAGES; i++)
+        held.push((await publish({ type: 'order.shipped', transport: 'partner', destination: 'sink', payload: { i } })).messageId);
 
-    // 200 messages/s on the RabbitMQ lane while the partner lane's requests hang.
-    const sent: string[] = [];
-    for (let i = 0; i < BROKER_MESSAGES; i++) {
-      sent.push((await publish({ type: 'order.paid', exchange: EXCHANGE, routingKey: 'order.paid', payload: { i } })).messageId);
-      await new Promise((resolve) => setTimeout(resolve, PUBLISH_EVERY_MS));
-    }
-    await probe.waitFor(BROKER_MESSAGES);
-    expect(new Set(probe.messageIds)).toEqual(new Set(sent));
-    expect(partner.received.size).toBe(0);
+      // 200 messages/s on the RabbitMQ lane while the partner lane's requests hang.
+      const sent: string[] = [];
+      for (let i = 0; i < BROKER_MESSAGES; i++) {
+        sent.push((await publish({ type: 'order.paid', exchange: EXCHANGE, routingKey: 'order.paid', payload: { i } })).messageId);
+        await new Promise((resolve) => setTimeout(resolve, PUBLISH_EVERY_MS));
+      }
+      await probe.waitFor(BROKER_MESSAGES);
+      expect(new Set(probe.messageIds)).toEqual(new Set(sent));
+      expect(partner.received.size).toBe(0);
 
-    // The endpoint's circuit opened on its fifth failure: nothing after it cost an attempt.
-    await waitUntil(async () => {
-      const [row] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE transport = 'partner' AND status = 'PROCESSING'`);
-      return Number(row.n) === 0;
-    }, 'the hung requests timed out and were settled');
-    const [{ attempts }] = await database.sql(`SELECT sum(attempts) AS attempts FROM {outbox_message} WHERE transport = 'partner'`);
-    expect(Number(attempts)).toBeLessThanOrEqual(5);
-    const [{ manual }] = await database.sql(`SELECT count(*) AS manual FROM {outbox_message} WHERE transport = 'partner' AND status = 'MANUAL_REQUIRED'`);
-    expect(Number(manual)).toBe(0);
+      // The endpoint's circuit opened on its fifth failure: nothing after it cost an attempt.
+      await waitUntil(async () => {
+        const [row] = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE transport = 'partner' AND status = 'PROCESSING'`);
+        return Number(row.n) === 0;
+      }, 'the hung requests timed out and were settled');
+      const [{ attempts }] = await database.sql(`SELECT sum(attempts) AS attempts FROM {outbox_message} WHERE transport = 'partner'`);
+      expect(Number(attempts)).toBeLessThanOrEqual(5);
+      const [{ manual }] = await database.sql(`SELECT count(*) AS manual FROM {outbox_message} WHERE transport = 'partner' AND status = 'MANUAL_REQUIRED'`);
+      expect(Number(manual)).toBe(0);
 
-    proxy.restore();
-    // Restoring resets the connections the black hole swallowed: those requests fail, and are
-    // retried with backoff once the endpoint's circuit lets a probe through.
-    await waitUntil(
-      async () => (await database.statusCounts()).DONE === PARTNER_MESSAGES + BROKER_MESSAGES,
-      'every message was sent once the partner answered again',
-      2 * WAIT_TIMEOUT_MS,
-    );
-    expect(held.every((id) => partner.received.has(id))).toBe(true);
-    expect(await database.statusCounts()).toEqual({ DONE: PARTNER_MESSAGES + BROKER_MESSAGES });
-  }, timeoutFor(WAIT_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS));
+      proxy.restore();
+      // Restoring resets the connections the black hole swallowed: those requests fail, and are
+      // retried with backoff once the endpoint's circuit lets a probe through.
+      await waitUntil(
+        async () => (await database.statusCounts()).DONE === PARTNER_MESSAGES + BROKER_MESSAGES,
+        'every message was sent once the partner answered again',
+        2 * WAIT_TIMEOUT_MS,
+      );
+      expect(held.every((id) => partner.received.has(id))).toBe(true);
+      expect(await database.statusCounts()).toEqual({ DONE: PARTNER_MESSAGES + BROKER_MESSAGES });
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS),
+  );
 });

@@ -136,14 +136,26 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
       const claimed = await claim();
       const stale = claimed.map((c) => ({ ...c, claimToken: randomUUID() }));
       expect(await tables.outbox.settleDone(tables.dataSource, stale)).toBe(0);
-      expect(await tables.outbox.settleFailed(tables.dataSource, stale.map((c) => failure(c, FAILED, 0)))).toBe(0);
+      expect(
+        await tables.outbox.settleFailed(
+          tables.dataSource,
+          stale.map((c) => failure(c, FAILED, 0)),
+        ),
+      ).toBe(0);
       expect(await tables.outbox.release(tables.dataSource, stale)).toBe(0);
 
       expect(await tables.outbox.settleDone(tables.dataSource, [claimed[0]])).toBe(1);
-      expect(await tables.outbox.settleFailed(tables.dataSource, [failure(claimed[1], FAILED, 60_000, 'later'), failure(claimed[2], MANUAL_REQUIRED, 0, 'fatal')])).toBe(2);
+      expect(
+        await tables.outbox.settleFailed(tables.dataSource, [failure(claimed[1], FAILED, 60_000, 'later'), failure(claimed[2], MANUAL_REQUIRED, 0, 'fatal')]),
+      ).toBe(2);
       // Settled once: the same token settles nothing again.
       expect(await tables.outbox.settleDone(tables.dataSource, claimed)).toBe(0);
-      expect(await tables.outbox.settleFailed(tables.dataSource, claimed.map((c) => failure(c, FAILED, 0)))).toBe(0);
+      expect(
+        await tables.outbox.settleFailed(
+          tables.dataSource,
+          claimed.map((c) => failure(c, FAILED, 0)),
+        ),
+      ).toBe(0);
 
       const [done, failed, manual] = await Promise.all(rows.map((r) => stateOf(r.messageId)));
       expect(done).toMatchObject({ status: DONE, attempts: 0, lastError: null });
@@ -176,7 +188,12 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
       const b = await claim(3);
       const mixed = [a[0], b[0], a[1], b[1]];
       expect(await tables.outbox.settleDone(tables.dataSource, mixed)).toBe(4);
-      expect(await tables.outbox.settleDone(tables.dataSource, [{ id: a[2].id, claimToken: b[2].claimToken }, { id: b[2].id, claimToken: a[2].claimToken }])).toBe(0);
+      expect(
+        await tables.outbox.settleDone(tables.dataSource, [
+          { id: a[2].id, claimToken: b[2].claimToken },
+          { id: b[2].id, claimToken: a[2].claimToken },
+        ]),
+      ).toBe(0);
     });
 
     it('releases claims unattempted: PENDING, or FAILED when attempts were made, due now', async () => {
@@ -194,7 +211,9 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
     it('finds expired claims, counts backlog and stale claims, and deletes old finished rows', async () => {
       await publishMany(tables, 5);
       const claimed = await claim(3);
-      await tables.dataSource.query(`UPDATE \`${OUTBOX_TABLE}\` SET claimed_at = UTC_TIMESTAMP(6) - INTERVAL 10 MINUTE WHERE claim_token = ?`, [claimed[0].claimToken]);
+      await tables.dataSource.query(`UPDATE \`${OUTBOX_TABLE}\` SET claimed_at = UTC_TIMESTAMP(6) - INTERVAL 10 MINUTE WHERE claim_token = ?`, [
+        claimed[0].claimToken,
+      ]);
       const expired = await tables.outbox.findExpiredClaims(tables.dataSource, 60_000, 10);
       expect(expired.map((e) => e.id)).toEqual(claimed.map((c) => c.id));
       expect(expired[0]).toMatchObject({ claimToken: claimed[0].claimToken, claimedBy, attempts: 0, maxAttempts: 5 });
@@ -211,7 +230,11 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
     });
 
     it('cancels the unsent messages of a business event only', async () => {
-      const [sent, unsent, other] = [outboxRow({ bizKey: 'order-9:paid' }), outboxRow({ bizKey: 'order-9:paid', type: 'order.shipped' }), outboxRow({ bizKey: 'order-10:paid' })];
+      const [sent, unsent, other] = [
+        outboxRow({ bizKey: 'order-9:paid' }),
+        outboxRow({ bizKey: 'order-9:paid', type: 'order.shipped' }),
+        outboxRow({ bizKey: 'order-10:paid' }),
+      ];
       await publish(tables, sent);
       const [claimed] = await claim();
       await tables.outbox.settleDone(tables.dataSource, [claimed]);
@@ -228,7 +251,7 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
     /** Claims and settles until nothing is left; returns every id it claimed. */
     async function drain(on: DialectTables, batch: number): Promise<string[]> {
       const ids: string[] = [];
-      for (let idle = 0; idle < 3; ) {
+      for (let idle = 0; idle < 3;) {
         const claimed = await claim(batch, on);
         if (claimed.length === 0) {
           idle++;
@@ -311,7 +334,13 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
 
   describe('ordering keys', () => {
     it('claims one row per key at a time, in id order, next to unordered rows', async () => {
-      const rows = [outboxRow({ orderingKey: 'a' }), outboxRow({ orderingKey: 'b' }), outboxRow({ orderingKey: 'a' }), outboxRow(), outboxRow({ orderingKey: 'b' })];
+      const rows = [
+        outboxRow({ orderingKey: 'a' }),
+        outboxRow({ orderingKey: 'b' }),
+        outboxRow({ orderingKey: 'a' }),
+        outboxRow(),
+        outboxRow({ orderingKey: 'b' }),
+      ];
       await publish(tables, ...rows);
       const first = await claim();
       expect(first.map((c) => c.messageId)).toEqual([rows[0].messageId, rows[1].messageId, rows[3].messageId]);
@@ -382,7 +411,7 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
       const other = await openWithTables(DATABASE, { claimStrategy: new ConditionalUpdateClaim(), dataSource: { synchronize: false } });
       const seen: string[] = [];
       const drain = async (on: DialectTables) => {
-        for (let idle = 0; idle < 3; ) {
+        for (let idle = 0; idle < 3;) {
           const claimed = await claim(50, on);
           if (claimed.length === 0) {
             idle++;

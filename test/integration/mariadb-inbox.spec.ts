@@ -103,30 +103,38 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
       expect(await stateOf(row)).toMatchObject({ status: DONE, attempts: 0 });
     });
 
-    it('makes a concurrent second delivery wait for the first transaction, then see a duplicate', async () => {
-      const row = inboxRow();
-      const first = await openTransaction();
-      expect((await tables.inbox.acquire(first.manager, row)).kind).toBe('process');
-      const second = await openTransaction();
-      const secondAcquire = tables.inbox.acquire(second.manager, { ...row });
-      expect(await heldByLock(second, secondAcquire)).toBe(true);
-      await end(first, 'commit');
-      expect(await secondAcquire).toEqual({ kind: 'duplicate', status: DONE });
-      await end(second, 'commit');
-    }, timeoutFor(WAIT_TIMEOUT_MS));
+    it(
+      'makes a concurrent second delivery wait for the first transaction, then see a duplicate',
+      async () => {
+        const row = inboxRow();
+        const first = await openTransaction();
+        expect((await tables.inbox.acquire(first.manager, row)).kind).toBe('process');
+        const second = await openTransaction();
+        const secondAcquire = tables.inbox.acquire(second.manager, { ...row });
+        expect(await heldByLock(second, secondAcquire)).toBe(true);
+        await end(first, 'commit');
+        expect(await secondAcquire).toEqual({ kind: 'duplicate', status: DONE });
+        await end(second, 'commit');
+      },
+      timeoutFor(WAIT_TIMEOUT_MS),
+    );
 
-    it('lets the waiting delivery process the message when the first transaction rolls back', async () => {
-      const row = inboxRow();
-      const first = await openTransaction();
-      expect((await tables.inbox.acquire(first.manager, row)).kind).toBe('process');
-      const second = await openTransaction();
-      const secondAcquire = tables.inbox.acquire(second.manager, { ...row });
-      expect(await heldByLock(second, secondAcquire)).toBe(true);
-      await end(first, 'rollback');
-      expect((await secondAcquire).kind).toBe('process');
-      await end(second, 'commit');
-      expect((await stateOf(row)).status).toBe(DONE);
-    }, timeoutFor(WAIT_TIMEOUT_MS));
+    it(
+      'lets the waiting delivery process the message when the first transaction rolls back',
+      async () => {
+        const row = inboxRow();
+        const first = await openTransaction();
+        expect((await tables.inbox.acquire(first.manager, row)).kind).toBe('process');
+        const second = await openTransaction();
+        const secondAcquire = tables.inbox.acquire(second.manager, { ...row });
+        expect(await heldByLock(second, secondAcquire)).toBe(true);
+        await end(first, 'rollback');
+        expect((await secondAcquire).kind).toBe('process');
+        await end(second, 'commit');
+        expect((await stateOf(row)).status).toBe(DONE);
+      },
+      timeoutFor(WAIT_TIMEOUT_MS),
+    );
 
     it('takes over a FAILED row in one of two concurrent redeliveries, without a deadlock', async () => {
       const row = inboxRow();
@@ -172,7 +180,10 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
 
     it('gives up at once on a fatal error or a single-attempt budget', async () => {
       expect(await tables.inbox.recordFailure(tables.dataSource, inboxRow(), 'fatal', true)).toEqual({ status: MANUAL_REQUIRED, attempts: 1 });
-      expect(await tables.inbox.recordFailure(tables.dataSource, inboxRow({ maxAttempts: 1 }), 'once', false)).toEqual({ status: MANUAL_REQUIRED, attempts: 1 });
+      expect(await tables.inbox.recordFailure(tables.dataSource, inboxRow({ maxAttempts: 1 }), 'once', false)).toEqual({
+        status: MANUAL_REQUIRED,
+        attempts: 1,
+      });
       const row = inboxRow();
       await tables.inbox.recordFailure(tables.dataSource, row, 'retryable', false);
       expect(await tables.inbox.recordFailure(tables.dataSource, row, 'fatal', true)).toEqual({ status: MANUAL_REQUIRED, attempts: 2 });
@@ -192,7 +203,8 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
   });
 
   describe('deferred mode', () => {
-    const claim = (consumers: string[], limit = 100, on: DialectTables = tables) => on.inbox.claim(on.dataSource, consumers, limit, randomUUID(), 'test-instance');
+    const claim = (consumers: string[], limit = 100, on: DialectTables = tables) =>
+      on.inbox.claim(on.dataSource, consumers, limit, randomUUID(), 'test-instance');
 
     it('stores a delivery PENDING once, and claims it for its consumers only', async () => {
       const row = inboxRow({ consumer: 'Deferred.a', headers: '{"x-trace":"t1"}', payload: 'not json, as received' });
@@ -202,7 +214,14 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
       expect(await claim([])).toEqual([]);
       const claimed = await claim(['Deferred.a']);
       expect(claimed).toEqual([
-        expect.objectContaining({ consumer: 'Deferred.a', messageId: row.messageId, payload: row.payload, headers: { 'x-trace': 't1' }, attempts: 0, maxAttempts: 5 }),
+        expect.objectContaining({
+          consumer: 'Deferred.a',
+          messageId: row.messageId,
+          payload: row.payload,
+          headers: { 'x-trace': 't1' },
+          attempts: 0,
+          maxAttempts: 5,
+        }),
       ]);
       expect((await stateOf(row)).status).toBe(PROCESSING);
       expect(await tables.inbox.settleDone(tables.dataSource, claimed)).toBe(1);
@@ -219,7 +238,9 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
       for (const row of [a1, a2, b1]) await tables.inbox.insertPending(tables.dataSource, row);
       const first = await claim(['Deferred.a', 'Deferred.b']);
       expect(first.map((c) => c.messageId)).toEqual([a1.messageId, b1.messageId]);
-      await tables.inbox.settleFailed(tables.dataSource, [{ id: first[0].id, claimToken: first[0].claimToken, status: MANUAL_REQUIRED, delayMs: 0, error: 'poison' }]);
+      await tables.inbox.settleFailed(tables.dataSource, [
+        { id: first[0].id, claimToken: first[0].claimToken, status: MANUAL_REQUIRED, delayMs: 0, error: 'poison' },
+      ]);
       expect(await claim(['Deferred.a', 'Deferred.b'])).toEqual([]);
       expect(await tables.inbox.findParkedKeys(tables.dataSource, 10)).toEqual([
         { orderingKey: 'k', consumer: 'Deferred.a', messageId: a1.messageId, type: 'test.event', attempts: 1, lastError: 'poison', waiting: 1 },

@@ -17,7 +17,10 @@ describeOnMysql(`${SERVER.name} schema`, () => {
 
   beforeAll(async () => {
     await Promise.all([recreateDatabase(MIGRATED), recreateDatabase(SYNCHRONIZED)]);
-    migrated = await openMariadb(MIGRATED, { synchronize: false, migrations: [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()] });
+    migrated = await openMariadb(MIGRATED, {
+      synchronize: false,
+      migrations: [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()],
+    });
     await migrated.runMigrations();
     synchronized = await openMariadb(SYNCHRONIZED);
     await createTablesAtStartup(synchronized, await resolveDialect(synchronized), { outbox: OUTBOX_TABLE, inbox: INBOX_TABLE });
@@ -48,10 +51,24 @@ describeOnMysql(`${SERVER.name} schema`, () => {
     const keys = async (table: string) =>
       [...new Set((await migrated.query<{ Key_name: string }[]>(`SHOW INDEX FROM \`${table}\``)).map((r) => r.Key_name))].sort();
     expect(await keys(OUTBOX_TABLE)).toEqual(
-      ['PRIMARY', 'IDX_outbox_message_lane', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'].sort(),
+      [
+        'PRIMARY',
+        'IDX_outbox_message_lane',
+        'IDX_outbox_message_ordering',
+        'IDX_outbox_message_processing',
+        'UQ_outbox_message_message_id',
+        'UQ_outbox_message_type_biz_key',
+      ].sort(),
     );
     expect(await keys(INBOX_TABLE)).toEqual(
-      ['PRIMARY', 'IDX_inbox_message_claimable', 'IDX_inbox_message_ordering', 'IDX_inbox_message_processing', 'UQ_inbox_message_consumer_biz_key', 'UQ_inbox_message_consumer_message_id'].sort(),
+      [
+        'PRIMARY',
+        'IDX_inbox_message_claimable',
+        'IDX_inbox_message_ordering',
+        'IDX_inbox_message_processing',
+        'UQ_inbox_message_consumer_biz_key',
+        'UQ_inbox_message_consumer_message_id',
+      ].sort(),
     );
     const outbox = await showCreate(migrated, OUTBOX_TABLE);
     expect(outbox).toMatch(/ENGINE=InnoDB/);

@@ -77,7 +77,10 @@ export function openMariadb(database: string, options: Partial<DataSourceOptions
  * Opens `database` with the tables created as `synchronize` does, through `resolveDialect`, or
  * with `claimStrategy` forced.
  */
-export async function openWithTables(database: string, options: { claimStrategy?: MysqlClaimStrategy; dataSource?: Partial<DataSourceOptions> } = {}): Promise<DialectTables> {
+export async function openWithTables(
+  database: string,
+  options: { claimStrategy?: MysqlClaimStrategy; dataSource?: Partial<DataSourceOptions> } = {},
+): Promise<DialectTables> {
   const dataSource = await openMariadb(database, options.dataSource);
   const dialect = options.claimStrategy ? new MysqlDialect(await detectMysqlServer(dataSource), options.claimStrategy) : await resolveDialect(dataSource);
   return createDialectTables(dataSource, dialect);

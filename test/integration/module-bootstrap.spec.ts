@@ -55,25 +55,41 @@ describe('OutboxModule start-up checks', () => {
     expect(() => OutboxModule.forRoot({ batchSize: 0 })).toThrow(/batchSize/);
   });
 
-  it('validates options that come from an async factory too', async () => {
-    const module = OutboxModule.forRootAsync({ useFactory: async () => ({ maxAttempts: -1 }) });
-    await expect(boot([typeOrm(), ScheduleModule.forRoot(), rabbit(), module])).rejects.toThrow(/maxAttempts/);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'validates options that come from an async factory too',
+    async () => {
+      const module = OutboxModule.forRootAsync({ useFactory: async () => ({ maxAttempts: -1 }) });
+      await expect(boot([typeOrm(), ScheduleModule.forRoot(), rabbit(), module])).rejects.toThrow(/maxAttempts/);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
   it('rejects a table name that is not a plain identifier before anything starts', () => {
     expect(() => OutboxModule.forRoot({ tableName: 'outbox; DROP TABLE users' })).toThrow(/tableName must be a plain SQL identifier/);
   });
 
-  it('fails fast when ScheduleModule.forRoot() is missing', async () => {
-    await expect(boot([typeOrm(), rabbit(), OutboxModule.forRoot()])).rejects.toThrow(/ScheduleModule\.forRoot\(\)/);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'fails fast when ScheduleModule.forRoot() is missing',
+    async () => {
+      await expect(boot([typeOrm(), rabbit(), OutboxModule.forRoot()])).rejects.toThrow(/ScheduleModule\.forRoot\(\)/);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
-  it('fails fast when the RabbitMQ transport has no RabbitMQModule', async () => {
-    const failure = boot([typeOrm(), ScheduleModule.forRoot(), OutboxModule.forRoot()]);
-    await expect(failure).rejects.toBeInstanceOf(OutboxError);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'fails fast when the RabbitMQ transport has no RabbitMQModule',
+    async () => {
+      const failure = boot([typeOrm(), ScheduleModule.forRoot(), OutboxModule.forRoot()]);
+      await expect(failure).rejects.toBeInstanceOf(OutboxError);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
-  it('boots without ScheduleModule when this instance only writes', async () => {
-    await expect(boot([typeOrm(), rabbit(), OutboxModule.forRoot({ dispatcherEnabled: false })])).resolves.toBeUndefined();
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'boots without ScheduleModule when this instance only writes',
+    async () => {
+      await expect(boot([typeOrm(), rabbit(), OutboxModule.forRoot({ dispatcherEnabled: false })])).resolves.toBeUndefined();
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 });

@@ -134,7 +134,10 @@ describeOn(['postgres'], 'several outboxes on several DataSources', () => {
     });
 
     it('records each inbox handler in its own inbox table, and skips a duplicate there', async () => {
-      await waitUntil(async () => (await effectCount(postgres)) >= 2 && (await effectCount(billingDatabase)) >= 2, 'both inbox handlers processed their messages');
+      await waitUntil(
+        async () => (await effectCount(postgres)) >= 2 && (await effectCount(billingDatabase)) >= 2,
+        'both inbox handlers processed their messages',
+      );
       const orderConsumers = await postgres.sql<{ consumer: string }>('SELECT DISTINCT consumer FROM {inbox_message}');
       const billingConsumers = await billingDatabase.sql<{ consumer: string }>('SELECT DISTINCT consumer FROM {inbox_message}');
       expect(orderConsumers.map((row) => row.consumer)).toEqual(['orders-ledger']);
@@ -143,7 +146,9 @@ describeOn(['postgres'], 'several outboxes on several DataSources', () => {
       expect(received.find((event) => event.consumer === 'billing-ledger')?.outbox).toBe('billing');
       expect(received.find((event) => event.consumer === 'orders-ledger')?.outbox).toBe(ordersOutbox);
 
-      const [{ message_id: messageId }] = await billingDatabase.sql<{ message_id: string }>("SELECT message_id FROM {outbox_message} WHERE biz_key = 'invoice-1:issued'");
+      const [{ message_id: messageId }] = await billingDatabase.sql<{ message_id: string }>(
+        "SELECT message_id FROM {outbox_message} WHERE biz_key = 'invoice-1:issued'",
+      );
       const body = Buffer.from(JSON.stringify({ orderId: 1, bizKey: 'invoice-1:issued' }));
       channel.publish(exchanges.billing, 'invoice.issued', body, { messageId, contentType: 'application/json' });
       await waitUntil(() => duplicates.some((event) => event.messageId === messageId), 'the redelivered invoice was skipped as a duplicate');
@@ -151,11 +156,17 @@ describeOn(['postgres'], 'several outboxes on several DataSources', () => {
       expect(await billingDatabase.sql('SELECT id FROM {test_effect} WHERE message_id = ?', [messageId])).toHaveLength(1);
     });
 
-    it('fails start-up for a handler that names an outbox the application does not configure', async () => {
-      const failing = startApp(postgres, billingDatabase, fixture, `named-outboxes-${second}-unknown`, [fixture.UnknownOutboxConsumer]);
-      await expect(failing).rejects.toThrow(OutboxError);
-      await expect(failing).rejects.toThrow(/@InboxHandler on UnknownOutboxConsumer\.onInvoice uses the outbox "shipping", which the application does not configure/);
-    }, timeoutFor(STARTUP_TIMEOUT_MS));
+    it(
+      'fails start-up for a handler that names an outbox the application does not configure',
+      async () => {
+        const failing = startApp(postgres, billingDatabase, fixture, `named-outboxes-${second}-unknown`, [fixture.UnknownOutboxConsumer]);
+        await expect(failing).rejects.toThrow(OutboxError);
+        await expect(failing).rejects.toThrow(
+          /@InboxHandler on UnknownOutboxConsumer\.onInvoice uses the outbox "shipping", which the application does not configure/,
+        );
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS),
+    );
   });
 });
 
@@ -180,7 +191,13 @@ function namedOutboxesFixture(ordersOutbox: string | undefined, exchanges: { ord
     @Transactional(ordersOutbox)
     async payOrder(bizKey: string, options: { fail?: boolean } = {}) {
       const order = await this.ordersTx.tx.getRepository(TestOrder).save({ status: 'PAID' });
-      const result = await this.ordersOutbox.publish({ type: 'order.paid', exchange: exchanges.orders, routingKey: 'order.paid', bizKey, payload: { orderId: order.id, bizKey } });
+      const result = await this.ordersOutbox.publish({
+        type: 'order.paid',
+        exchange: exchanges.orders,
+        routingKey: 'order.paid',
+        bizKey,
+        payload: { orderId: order.id, bizKey },
+      });
       if (options.fail) throw new Error('payment rejected after publishing');
       return result;
     }
@@ -188,12 +205,24 @@ function namedOutboxesFixture(ordersOutbox: string | undefined, exchanges: { ord
     @Transactional('billing')
     async invoice(bizKey: string) {
       const order = await this.billingTx.tx.getRepository(TestOrder).save({ status: 'INVOICED' });
-      return this.billingOutbox.publish({ type: 'invoice.issued', exchange: exchanges.billing, routingKey: 'invoice.issued', bizKey, payload: { orderId: order.id, bizKey } });
+      return this.billingOutbox.publish({
+        type: 'invoice.issued',
+        exchange: exchanges.billing,
+        routingKey: 'invoice.issued',
+        bizKey,
+        payload: { orderId: order.id, bizKey },
+      });
     }
 
     @Transactional('billing')
     async invoiceThenFailOrder(invoiceKey: string, orderKey: string) {
-      const result = await this.billingOutbox.publish({ type: 'invoice.issued', exchange: exchanges.billing, routingKey: 'invoice.issued', bizKey: invoiceKey, payload: { orderId: 0, bizKey: invoiceKey } });
+      const result = await this.billingOutbox.publish({
+        type: 'invoice.issued',
+        exchange: exchanges.billing,
+        routingKey: 'invoice.issued',
+        bizKey: invoiceKey,
+        payload: { orderId: 0, bizKey: invoiceKey },
+      });
       await this.payOrder(orderKey, { fail: true }).catch(() => undefined);
       return result;
     }
@@ -243,7 +272,13 @@ function namedOutboxesFixture(ordersOutbox: string | undefined, exchanges: { ord
     async onInvoice(): Promise<void> {}
   }
 
-  return { ordersOutbox, Payments, providers: [Payments, OrdersLedger, BillingLedger] as Provider[], UnknownOutboxConsumer, inboxQueues: [...Object.values(queues), `${queuePrefix}.unknown`] };
+  return {
+    ordersOutbox,
+    Payments,
+    providers: [Payments, OrdersLedger, BillingLedger] as Provider[],
+    UnknownOutboxConsumer,
+    inboxQueues: [...Object.values(queues), `${queuePrefix}.unknown`],
+  };
 }
 
 /** The application: two DataSources, a nestjs-cls connection and an outbox on each, one broker connection. */
@@ -275,7 +310,10 @@ async function startApp(
         ],
       }),
       TypeOrmModule.forRootAsync({ useFactory: () => ({ ...postgres.dataSourceOptions(), entities, autoLoadEntities: true }) }),
-      TypeOrmModule.forRootAsync({ name: 'billing', useFactory: () => ({ ...billingDatabase.dataSourceOptions(), name: 'billing', entities, autoLoadEntities: true }) }),
+      TypeOrmModule.forRootAsync({
+        name: 'billing',
+        useFactory: () => ({ ...billingDatabase.dataSourceOptions(), name: 'billing', entities, autoLoadEntities: true }),
+      }),
       ScheduleModule.forRoot(),
       RabbitMQModule.forRoot({ name: rabbitName, uri: AMQP_URL, connectionInitOptions: { wait: false } }),
       OutboxModule.forRoot({ name: ordersConnection, transactionConnectionName: ordersConnection, pollIntervalMs: 100 }),

@@ -103,7 +103,11 @@ describeOn(['postgres', 'mariadb'], 'OutboxHealthIndicator', () => {
       [randomUUID()],
     );
     const down = await health.isHealthy('outbox', { maxLagMs: 60_000, maxInboxLagMs: 60_000 });
-    expect(down.outbox).toMatchObject({ status: 'down', inbox: { due: 1 }, problems: [expect.stringMatching(/^inbox lag \d+ ms is over maxInboxLagMs 60000$/)] });
+    expect(down.outbox).toMatchObject({
+      status: 'down',
+      inbox: { due: 1 },
+      problems: [expect.stringMatching(/^inbox lag \d+ ms is over maxInboxLagMs 60000$/)],
+    });
     await database.sql(`DELETE FROM {inbox_message}`);
   });
 
@@ -118,34 +122,38 @@ describeOn(['postgres', 'mariadb'], 'OutboxHealthIndicator', () => {
     expect((await health.isHealthy()).outbox).toMatchObject({ status: 'up', transport: 'available' });
   });
 
-  it('names each transport when there are several, and counts only those it is told to', async () => {
-    const other = await createTestApp({
-      database,
-      outbox: { dispatcherEnabled: false },
-      statics: { transports: { default: CapturingOutboxTransport, partner: CapturingOutboxTransport } },
-      providers: [HealthIndicatorService, OutboxHealthIndicator],
-      logger: false,
-    });
-    try {
-      const partner = other.get(OUTBOX_TRANSPORTS).get('partner') as CapturingOutboxTransport;
-      partner.setAvailable(false);
-      const check = other.get(OutboxHealthIndicator);
-      expect((await check.isHealthy()).outbox).toMatchObject({
-        status: 'down',
-        transport: 'unavailable',
-        transports: { default: 'available', partner: 'unavailable' },
-        problems: ['the transport "partner" is unavailable'],
+  it(
+    'names each transport when there are several, and counts only those it is told to',
+    async () => {
+      const other = await createTestApp({
+        database,
+        outbox: { dispatcherEnabled: false },
+        statics: { transports: { default: CapturingOutboxTransport, partner: CapturingOutboxTransport } },
+        providers: [HealthIndicatorService, OutboxHealthIndicator],
+        logger: false,
       });
-      // A partner's outage, which its lane waits out, need not fail the service's readiness.
-      expect((await check.isHealthy('outbox', { transports: ['default'] })).outbox).toMatchObject({
-        status: 'up',
-        transport: 'available',
-        transports: { default: 'available', partner: 'unavailable' },
-      });
-    } finally {
-      await other.close();
-    }
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+      try {
+        const partner = other.get(OUTBOX_TRANSPORTS).get('partner') as CapturingOutboxTransport;
+        partner.setAvailable(false);
+        const check = other.get(OutboxHealthIndicator);
+        expect((await check.isHealthy()).outbox).toMatchObject({
+          status: 'down',
+          transport: 'unavailable',
+          transports: { default: 'available', partner: 'unavailable' },
+          problems: ['the transport "partner" is unavailable'],
+        });
+        // A partner's outage, which its lane waits out, need not fail the service's readiness.
+        expect((await check.isHealthy('outbox', { transports: ['default'] })).outbox).toMatchObject({
+          status: 'up',
+          transport: 'available',
+          transports: { default: 'available', partner: 'unavailable' },
+        });
+      } finally {
+        await other.close();
+      }
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
   it('is down, within its timeout, when the database does not answer', async () => {
     const dataSource = app.get<DataSource>(getDataSourceToken());

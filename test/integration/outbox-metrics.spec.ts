@@ -45,39 +45,49 @@ describe('Metrics through the OpenTelemetry API', () => {
     return (metric?.dataPoints ?? []) as DataPoint<number | Histogram>[];
   }
 
-  const sum = (found: DataPoint<number | Histogram>[]) => found.reduce((total, point) => total + (typeof point.value === 'number' ? point.value : point.value.count), 0);
+  const sum = (found: DataPoint<number | Histogram>[]) =>
+    found.reduce((total, point) => total + (typeof point.value === 'number' ? point.value : point.value.count), 0);
 
-  it('counts 100 published, 3 failed once, 1 MANUAL_REQUIRED exactly, with their durations and the tables', async () => {
-    const outbox = app.get(OutboxService);
-    const kit = OutboxTestKit.from(app);
-    const ids: string[] = [];
-    await app.get(DataSource).transaction(async (manager) => {
-      for (let i = 0; i < 100; i++) ids.push((await outbox.publish({ type: 'order.paid', exchange: 'orders', routingKey: 'order.paid', payload: { i } }, { manager })).messageId);
-      // Before the commit: a dispatcher woken by it must already find the failures set.
-      // The first send is poison; the next three fail once and succeed on their retry.
-      kit.transport.failNext(4, (message) => (message.messageId === ids[0] ? new NonRetryableError('poison') : new Error('flaky')));
-    });
-    await kit.flush();
+  it(
+    'counts 100 published, 3 failed once, 1 MANUAL_REQUIRED exactly, with their durations and the tables',
+    async () => {
+      const outbox = app.get(OutboxService);
+      const kit = OutboxTestKit.from(app);
+      const ids: string[] = [];
+      await app.get(DataSource).transaction(async (manager) => {
+        for (let i = 0; i < 100; i++)
+          ids.push((await outbox.publish({ type: 'order.paid', exchange: 'orders', routingKey: 'order.paid', payload: { i } }, { manager })).messageId);
+        // Before the commit: a dispatcher woken by it must already find the failures set.
+        // The first send is poison; the next three fail once and succeed on their retry.
+        kit.transport.failNext(4, (message) => (message.messageId === ids[0] ? new NonRetryableError('poison') : new Error('flaky')));
+      });
+      await kit.flush();
 
-    expect(sum(await points('outbox.messages.published'))).toBe(100);
-    expect(await points('outbox.messages.sent')).toEqual([expect.objectContaining({ attributes: { 'outbox.transport': 'default' }, value: 99 })]);
-    expect(await points('outbox.retries')).toEqual([expect.objectContaining({ attributes: { 'outbox.table': 'outbox', 'outbox.transport': 'default' }, value: 3 })]);
-    expect(await points('outbox.manual_required')).toEqual([expect.objectContaining({ attributes: { 'outbox.table': 'outbox', 'outbox.transport': 'default' }, value: 1 })]);
-    // Every attempt is timed, failed ones too: 100 first attempts and 3 retries.
-    expect(sum(await points('messaging.client.operation.duration'))).toBe(103);
-    expect(sum(await points('outbox.publish_to_sent.duration'))).toBe(99);
+      expect(sum(await points('outbox.messages.published'))).toBe(100);
+      expect(await points('outbox.messages.sent')).toEqual([expect.objectContaining({ attributes: { 'outbox.transport': 'default' }, value: 99 })]);
+      expect(await points('outbox.retries')).toEqual([
+        expect.objectContaining({ attributes: { 'outbox.table': 'outbox', 'outbox.transport': 'default' }, value: 3 }),
+      ]);
+      expect(await points('outbox.manual_required')).toEqual([
+        expect.objectContaining({ attributes: { 'outbox.table': 'outbox', 'outbox.transport': 'default' }, value: 1 }),
+      ]);
+      // Every attempt is timed, failed ones too: 100 first attempts and 3 retries.
+      expect(sum(await points('messaging.client.operation.duration'))).toBe(103);
+      expect(sum(await points('outbox.publish_to_sent.duration'))).toBe(99);
 
-    const rows = await points('outbox.rows');
-    const outboxRows = (status: string) => rows.find((p) => p.attributes['outbox.table'] === 'outbox' && p.attributes['outbox.status'] === status)?.value;
-    expect([outboxRows('DONE'), outboxRows('MANUAL_REQUIRED'), outboxRows('PENDING'), outboxRows('PROCESSING')]).toEqual([99, 1, 0, 0]);
-    expect((await points('outbox.lag')).find((p) => p.attributes['outbox.table'] === 'outbox')?.value).toBe(0);
+      const rows = await points('outbox.rows');
+      const outboxRows = (status: string) => rows.find((p) => p.attributes['outbox.table'] === 'outbox' && p.attributes['outbox.status'] === status)?.value;
+      expect([outboxRows('DONE'), outboxRows('MANUAL_REQUIRED'), outboxRows('PENDING'), outboxRows('PROCESSING')]).toEqual([99, 1, 0, 0]);
+      expect((await points('outbox.lag')).find((p) => p.attributes['outbox.table'] === 'outbox')?.value).toBe(0);
 
-    // The events carry what the metrics were made from.
-    expect(sentEvents).toHaveLength(99);
-    const retried = sentEvents.filter((event) => event.attempt === 2);
-    expect(retried.map((event) => event.messageId).sort()).toEqual(ids.slice(1, 4).sort());
-    expect(sentEvents.every((event) => event.transport === 'default' && event.sendMs >= 0 && event.publishToSentMs >= 0)).toBe(true);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+      // The events carry what the metrics were made from.
+      expect(sentEvents).toHaveLength(99);
+      const retried = sentEvents.filter((event) => event.attempt === 2);
+      expect(retried.map((event) => event.messageId).sort()).toEqual(ids.slice(1, 4).sort());
+      expect(sentEvents.every((event) => event.transport === 'default' && event.sendMs >= 0 && event.publishToSentMs >= 0)).toBe(true);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
   it('counts abandoned messages', async () => {
     const outbox = app.get(OutboxService);

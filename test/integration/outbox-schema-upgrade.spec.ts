@@ -42,56 +42,84 @@ describe('Upgrading an outbox table of schema version 1', () => {
     ids = await seedVersion1Rows();
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
-  it('is refused at start-up without synchronize, saying how to migrate', async () => {
-    await expect(
-      createTestApp({ database, dataSource: { synchronize: false }, statics: { transport: CapturingOutboxTransport }, outbox: { dispatcherEnabled: false } }),
-    ).rejects.toThrow(/outbox table "outbox_message" \(tableName\) is of schema version 1 \(no column transport, destination\): .*OUTBOX_MIGRATIONS/);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'is refused at start-up without synchronize, saying how to migrate',
+    async () => {
+      await expect(
+        createTestApp({ database, dataSource: { synchronize: false }, statics: { transport: CapturingOutboxTransport }, outbox: { dispatcherEnabled: false } }),
+      ).rejects.toThrow(/outbox table "outbox_message" \(tableName\) is of schema version 1 \(no column transport, destination\): .*OUTBOX_MIGRATIONS/);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
-  it('keeps every row through OUTBOX_MIGRATIONS, for the default transport, and dispatches the waiting one', async () => {
-    const before = await database.statusCounts();
-    // The creating migrations are recorded as run: only the upgrade runs.
-    await runMigrations(OUTBOX_MIGRATIONS);
-    expect(await database.statusCounts()).toEqual(before);
-    const rows = await database.sql(`SELECT message_id, status, transport, destination, attempts FROM {outbox_message}`);
-    expect(rows).toHaveLength(Object.values(MessageStatus).length);
-    for (const row of rows) expect(row).toMatchObject({ transport: 'default', destination: '', status: Object.keys(ids).find((status) => ids[status] === row.message_id) });
+  it(
+    'keeps every row through OUTBOX_MIGRATIONS, for the default transport, and dispatches the waiting one',
+    async () => {
+      const before = await database.statusCounts();
+      // The creating migrations are recorded as run: only the upgrade runs.
+      await runMigrations(OUTBOX_MIGRATIONS);
+      expect(await database.statusCounts()).toEqual(before);
+      const rows = await database.sql(`SELECT message_id, status, transport, destination, attempts FROM {outbox_message}`);
+      expect(rows).toHaveLength(Object.values(MessageStatus).length);
+      for (const row of rows)
+        expect(row).toMatchObject({ transport: 'default', destination: '', status: Object.keys(ids).find((status) => ids[status] === row.message_id) });
 
-    const app = await createTestApp({ database, dataSource: { synchronize: false }, statics: { transport: CapturingOutboxTransport }, outbox: { pollIntervalMs: 60_000 } });
-    try {
-      const kit = OutboxTestKit.from(app);
-      await kit.flush();
-      // The PENDING row, and the FAILED one whose retry is due: the others are finished, claimed or parked.
-      expect(kit.transport.messages.map((message) => message.messageId).sort()).toEqual([ids.PENDING, ids.FAILED].sort());
-    } finally {
+      const app = await createTestApp({
+        database,
+        dataSource: { synchronize: false },
+        statics: { transport: CapturingOutboxTransport },
+        outbox: { pollIntervalMs: 60_000 },
+      });
+      try {
+        const kit = OutboxTestKit.from(app);
+        await kit.flush();
+        // The PENDING row, and the FAILED one whose retry is due: the others are finished, claimed or parked.
+        expect(kit.transport.messages.map((message) => message.messageId).sort()).toEqual([ids.PENDING, ids.FAILED].sort());
+      } finally {
+        await app.close();
+      }
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
+  );
+
+  it(
+    'is a no-op on a table already upgraded (start-up under synchronize, the migration again)',
+    async () => {
+      const app = await createTestApp({ database, statics: { transport: CapturingOutboxTransport }, outbox: { dispatcherEnabled: false } });
       await app.close();
-    }
-  }, timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS));
-
-  it('is a no-op on a table already upgraded (start-up under synchronize, the migration again)', async () => {
-    const app = await createTestApp({ database, statics: { transport: CapturingOutboxTransport }, outbox: { dispatcherEnabled: false } });
-    await app.close();
-    // Under another name, as a user who added it by hand beside OUTBOX_MIGRATIONS would.
-    await runMigrations([createOutboxTableV2Migration('outbox_message', 1796169600001)]);
-    expect(Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message}`))[0].n)).toBe(Object.values(MessageStatus).length);
-  }, timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS));
+      // Under another name, as a user who added it by hand beside OUTBOX_MIGRATIONS would.
+      await runMigrations([createOutboxTableV2Migration('outbox_message', 1796169600001)]);
+      expect(Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message}`))[0].n)).toBe(Object.values(MessageStatus).length);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
+  );
 });
 
 describe('Start-up under synchronize on an outbox table of schema version 1', () => {
   const upgraded = testDatabase('it_schema_upgrade_sync');
 
-  it('upgrades it in place, keeping its rows', async () => {
-    await upgraded.reset();
-    const dataSource = new DataSource({ ...upgraded.dataSourceOptions(), synchronize: false, migrations: [createOutboxTableMigration(), createInboxTableMigration()] });
-    await dataSource.initialize();
-    await dataSource.runMigrations();
-    await dataSource.destroy();
-    await upgraded.sql(
-      `INSERT INTO {outbox_message} (message_id, message_type, exchange, routing_key, payload, headers, status, max_attempts) VALUES (?, 't', 'e', 'r', '{}', '{}', 'DONE', 5)`,
-      [randomUUID()],
-    );
-    const app = await createTestApp({ database: upgraded, statics: { transport: CapturingOutboxTransport }, outbox: { dispatcherEnabled: false } });
-    await app.close();
-    expect(await upgraded.sql(`SELECT status, transport, destination FROM {outbox_message}`)).toEqual([{ status: 'DONE', transport: 'default', destination: '' }]);
-  }, timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS));
+  it(
+    'upgrades it in place, keeping its rows',
+    async () => {
+      await upgraded.reset();
+      const dataSource = new DataSource({
+        ...upgraded.dataSourceOptions(),
+        synchronize: false,
+        migrations: [createOutboxTableMigration(), createInboxTableMigration()],
+      });
+      await dataSource.initialize();
+      await dataSource.runMigrations();
+      await dataSource.destroy();
+      await upgraded.sql(
+        `INSERT INTO {outbox_message} (message_id, message_type, exchange, routing_key, payload, headers, status, max_attempts) VALUES (?, 't', 'e', 'r', '{}', '{}', 'DONE', 5)`,
+        [randomUUID()],
+      );
+      const app = await createTestApp({ database: upgraded, statics: { transport: CapturingOutboxTransport }, outbox: { dispatcherEnabled: false } });
+      await app.close();
+      expect(await upgraded.sql(`SELECT status, transport, destination FROM {outbox_message}`)).toEqual([
+        { status: 'DONE', transport: 'default', destination: '' },
+      ]);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
+  );
 });

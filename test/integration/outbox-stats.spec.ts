@@ -34,7 +34,10 @@ describe('OutboxAdmin.stats()', () => {
 
   /** Gives an outbox row a status and a next attempt time `nextAttemptAgoMs` ago (negative: ahead). */
   async function setOutboxRow(messageId: string, status: MessageStatus, nextAttemptAgoMs = 0): Promise<void> {
-    await database.sql(`UPDATE {outbox_message} SET status = ?, next_attempt_at = ${database.timeAgo(nextAttemptAgoMs)} WHERE message_id = ?`, [status, messageId]);
+    await database.sql(`UPDATE {outbox_message} SET status = ?, next_attempt_at = ${database.timeAgo(nextAttemptAgoMs)} WHERE message_id = ?`, [
+      status,
+      messageId,
+    ]);
   }
 
   async function insertInboxRow(consumer: string, status: MessageStatus, nextAttemptAgoMs = 0): Promise<void> {

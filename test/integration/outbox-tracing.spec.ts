@@ -54,44 +54,53 @@ describe('Trace propagation', () => {
     context.disable();
   });
 
-  it('follows one trace from a request through publish, send, the consumer’s handler and its own publishes', async () => {
-    const tracer = trace.getTracer('test');
-    // The HTTP server's span, as its instrumentation would start it around the request.
-    const request = tracer.startSpan('POST /orders/:id/pay', { kind: SpanKind.SERVER });
-    const { order } = await context.with(trace.setSpan(context.active(), request), () => app.get(OrderPayments).pay(config.exchange));
-    request.end();
+  it(
+    'follows one trace from a request through publish, send, the consumer’s handler and its own publishes',
+    async () => {
+      const tracer = trace.getTracer('test');
+      // The HTTP server's span, as its instrumentation would start it around the request.
+      const request = tracer.startSpan('POST /orders/:id/pay', { kind: SpanKind.SERVER });
+      const { order } = await context.with(trace.setSpan(context.active(), request), () => app.get(OrderPayments).pay(config.exchange));
+      request.end();
 
-    // The handler publishes inventory.reserved and inventory.notified; both arrive.
-    await outgoing.waitFor(2);
-    await waitUntil(() => exporter.getFinishedSpans().filter((span) => span.name.startsWith('send')).length === 3, 'three send spans ended');
-    const spans = exporter.getFinishedSpans();
-    const byName = (name: string) => spans.filter((span) => span.name === name);
-    const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+      // The handler publishes inventory.reserved and inventory.notified; both arrive.
+      await outgoing.waitFor(2);
+      await waitUntil(() => exporter.getFinishedSpans().filter((span) => span.name.startsWith('send')).length === 3, 'three send spans ended');
+      const spans = exporter.getFinishedSpans();
+      const byName = (name: string) => spans.filter((span) => span.name === name);
+      const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 
-    const [send] = byName(`send ${config.exchange}`);
-    const [processing] = byName('process inventory');
-    const sendsOut = byName(`send ${config.outExchange}`);
-    expect([send, processing].every(Boolean)).toBe(true);
-    expect(sendsOut).toHaveLength(2);
+      const [send] = byName(`send ${config.exchange}`);
+      const [processing] = byName('process inventory');
+      const sendsOut = byName(`send ${config.outExchange}`);
+      expect([send, processing].every(Boolean)).toBe(true);
+      expect(sendsOut).toHaveLength(2);
 
-    // One trace, each hop the child of the one before.
-    const traceId = request.spanContext().traceId;
-    for (const span of [send, processing, ...sendsOut]) expect(span.spanContext().traceId).toBe(traceId);
-    expect(parentOf(send)).toBe(request.spanContext().spanId);
-    expect(parentOf(processing)).toBe(send.spanContext().spanId);
-    for (const span of sendsOut) expect(parentOf(span)).toBe(processing.spanContext().spanId);
+      // One trace, each hop the child of the one before.
+      const traceId = request.spanContext().traceId;
+      for (const span of [send, processing, ...sendsOut]) expect(span.spanContext().traceId).toBe(traceId);
+      expect(parentOf(send)).toBe(request.spanContext().spanId);
+      expect(parentOf(processing)).toBe(send.spanContext().spanId);
+      for (const span of sendsOut) expect(parentOf(span)).toBe(processing.spanContext().spanId);
 
-    expect(send.kind).toBe(SpanKind.PRODUCER);
-    expect(send.attributes).toMatchObject({ 'messaging.operation.type': 'send', 'messaging.destination.name': config.exchange, 'outbox.transport': 'default', 'outbox.attempt': 1 });
-    expect(processing.kind).toBe(SpanKind.CONSUMER);
-    expect(processing.attributes).toMatchObject({ 'messaging.operation.type': 'process', 'messaging.consumer.group.name': 'inventory' });
+      expect(send.kind).toBe(SpanKind.PRODUCER);
+      expect(send.attributes).toMatchObject({
+        'messaging.operation.type': 'send',
+        'messaging.destination.name': config.exchange,
+        'outbox.transport': 'default',
+        'outbox.attempt': 1,
+      });
+      expect(processing.kind).toBe(SpanKind.CONSUMER);
+      expect(processing.attributes).toMatchObject({ 'messaging.operation.type': 'process', 'messaging.consumer.group.name': 'inventory' });
 
-    // The consumer's messages carry the trace on: a third service would continue it.
-    for (const message of outgoing.messages) {
-      expect(String(message.properties.headers?.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
-    }
-    expect(order.id).toBeGreaterThan(0);
-  }, timeoutFor(WAIT_TIMEOUT_MS));
+      // The consumer's messages carry the trace on: a third service would continue it.
+      for (const message of outgoing.messages) {
+        expect(String(message.properties.headers?.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+      }
+      expect(order.id).toBeGreaterThan(0);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
 
   it('stores no trace context for a message published outside any span', async () => {
     const { messageId } = await app.get(OrderPayments).pay(config.exchange);

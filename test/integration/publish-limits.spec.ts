@@ -238,11 +238,14 @@ describe('publish() refuses what cannot be stored or sent, and delivers the rest
     ['a business key of 255 emoji', () => ({ bizKey: `${'😀'.repeat(247)}${String(++sequence).padStart(8, '0')}` })],
     ['an ordering key of 255 "é"', () => ({ orderingKey: 'é'.repeat(255) })],
     ['an attempt limit of 1000', () => ({ maxAttempts: 1_000 })],
-    ['headers of exactly 65,408 bytes (64 KiB less the delivery headers\' room)', () => ({ headers: { big: 'x'.repeat(65_395) } })],
+    ["headers of exactly 65,408 bytes (64 KiB less the delivery headers' room)", () => ({ headers: { big: 'x'.repeat(65_395) } })],
     ['headers of 100 levels', () => ({ headers: nested(100) })],
     ['NUL, empty and special names in headers', () => ({ headers: { 'k\u0000': 'v\u0000', '': '', '!': 'timestamp', value: 1, hasOwnProperty: 2 } })],
     ['CC and BCC routing arrays', () => ({ headers: { CC: ['audit.copy', 7], BCC: ['hidden.copy'] } })],
-    ['header numbers at the edges of their encodings', () => ({ headers: { n: [-(2 ** 63), 2 ** 63, 2 ** 53 + 2, -(2 ** 52), 2 ** 50, 1e300, 5e-324, -0.5, 127, -129] } })],
+    [
+      'header numbers at the edges of their encodings',
+      () => ({ headers: { n: [-(2 ** 63), 2 ** 63, 2 ** 53 + 2, -(2 ** 52), 2 ** 50, 1e300, 5e-324, -0.5, 127, -129] } }),
+    ],
     ['a payload with NUL and lone surrogates', () => ({ payload: { text: 'a\u0000\ud800\udfff😀' } })],
     ['a payload of exactly maxPayloadBytes', () => ({ payload: 'é'.repeat((MAX_PAYLOAD_BYTES - 2) / 2) })],
   ])(

@@ -69,7 +69,12 @@ async function tableShape(dataSource: DataSource, table: string): Promise<unknow
 /** Runs `work` on a DataSource of its own on the test database, with the read models of both table pairs unless `options` says otherwise. */
 async function withDataSource<T>(options: Partial<DataSourceOptions>, work: (dataSource: DataSource) => Promise<T>): Promise<T> {
   const entities = [...OUTBOX_ENTITIES, ...outboxEntities(CUSTOM)];
-  const dataSource = await new DataSource({ ...database.dataSourceOptions({ poolSize: 2 }), synchronize: false, entities, ...options } as DataSourceOptions).initialize();
+  const dataSource = await new DataSource({
+    ...database.dataSourceOptions({ poolSize: 2 }),
+    synchronize: false,
+    entities,
+    ...options,
+  } as DataSourceOptions).initialize();
   try {
     return await work(dataSource);
   } finally {
@@ -187,8 +192,18 @@ describe(`Read models of the outbox and inbox tables on ${DATABASE_KIND}`, () =>
   it('reads the same ids, states and times as the library itself', async () => {
     const listed = (await app.get(OutboxAdmin).listMessages({}, { limit: 10 })).messages.sort((a, b) => Number(a.id) - Number(b.id));
     const records = await reader.outbox.find({ order: { id: 'ASC' } });
-    const pick = ({ id, messageId, status, attempts, lastError, createdAt, processedAt, nextAttemptAt, transport, destination }: OutboxMessageRecord) =>
-      ({ id, messageId, status, attempts, lastError, createdAt, processedAt, nextAttemptAt, transport, destination });
+    const pick = ({ id, messageId, status, attempts, lastError, createdAt, processedAt, nextAttemptAt, transport, destination }: OutboxMessageRecord) => ({
+      id,
+      messageId,
+      status,
+      attempts,
+      lastError,
+      createdAt,
+      processedAt,
+      nextAttemptAt,
+      transport,
+      destination,
+    });
     expect(records.map(pick)).toEqual(listed.map((message) => pick(message as unknown as OutboxMessageRecord)));
   });
 
@@ -256,26 +271,30 @@ describe(`Read models of the outbox and inbox tables on ${DATABASE_KIND}`, () =>
     expect(await reader.outbox.count()).toBe(3);
   });
 
-  it('reads the same instants in a process whose time zone is not UTC, whatever its MariaDB/MySQL timezone setting', async () => {
-    const mysql = database.kind === 'mariadb' || database.kind === 'mysql';
-    const variants = mysql ? [{}, { timezone: 'local' }, { timezone: '+02:00' }, { dateStrings: true }] : [{}];
-    const args = JSON.stringify({ kind: database.kind, name: database.name, variants, dueAfter: publishedAt + HOUR / 2 });
-    const { stdout } = await promisify(execFile)(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', CHILD_READER, args], {
-      cwd: ROOT,
-      env: { ...process.env, TZ: 'America/New_York', TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json') },
-      timeout: STARTUP_TIMEOUT_MS,
-    });
-    const child = JSON.parse(stdout);
-    expect(child.offsets).toEqual([300, 240]);
-    const expected = JSON.parse(JSON.stringify({ outbox: await reader.outbox.find({ order: { id: 'ASC' } }), inbox: await reader.inbox.find() }));
-    for (const reading of child.readings) {
-      expect({ options: reading.options, outbox: reading.outbox, inbox: reading.inbox }).toEqual({ options: reading.options, ...expected });
-      expect(reading.due).toEqual([expected.outbox[1].id]);
-    }
-    // Only the process's own zone leaves times it cannot read back: those of the hour daylight saving skips.
-    const warned = child.readings.filter((reading: { warning?: string }) => reading.warning).map((reading: { options: object }) => reading.options);
-    expect(warned).toEqual(mysql ? [{ timezone: 'local' }, { dateStrings: true }] : []);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'reads the same instants in a process whose time zone is not UTC, whatever its MariaDB/MySQL timezone setting',
+    async () => {
+      const mysql = database.kind === 'mariadb' || database.kind === 'mysql';
+      const variants = mysql ? [{}, { timezone: 'local' }, { timezone: '+02:00' }, { dateStrings: true }] : [{}];
+      const args = JSON.stringify({ kind: database.kind, name: database.name, variants, dueAfter: publishedAt + HOUR / 2 });
+      const { stdout } = await promisify(execFile)(process.execPath, ['-r', 'ts-node/register/transpile-only', '-e', CHILD_READER, args], {
+        cwd: ROOT,
+        env: { ...process.env, TZ: 'America/New_York', TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json') },
+        timeout: STARTUP_TIMEOUT_MS,
+      });
+      const child = JSON.parse(stdout);
+      expect(child.offsets).toEqual([300, 240]);
+      const expected = JSON.parse(JSON.stringify({ outbox: await reader.outbox.find({ order: { id: 'ASC' } }), inbox: await reader.inbox.find() }));
+      for (const reading of child.readings) {
+        expect({ options: reading.options, outbox: reading.outbox, inbox: reading.inbox }).toEqual({ options: reading.options, ...expected });
+        expect(reading.due).toEqual([expected.outbox[1].id]);
+      }
+      // Only the process's own zone leaves times it cannot read back: those of the hour daylight saving skips.
+      const warned = child.readings.filter((reading: { warning?: string }) => reading.warning).map((reading: { options: object }) => reading.options);
+      expect(warned).toEqual(mysql ? [{ timezone: 'local' }, { dateStrings: true }] : []);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
   describe('beside the tables of a module with other table names', () => {
     let custom: INestApplicationContext;
@@ -301,7 +320,14 @@ describe(`Read models of the outbox and inbox tables on ${DATABASE_KIND}`, () =>
       const customData = custom.get(DataSource);
       const names = customData.entityMetadatas.map((metadata) => metadata.name);
       expect(new Set(names)).toEqual(
-        new Set(['TestOrder', 'TestEffect', 'OutboxMessageRecord_outbox_message', 'InboxMessageRecord_inbox_message', 'OutboxMessageRecord_rm_outbox', 'InboxMessageRecord_rm_inbox']),
+        new Set([
+          'TestOrder',
+          'TestEffect',
+          'OutboxMessageRecord_outbox_message',
+          'InboxMessageRecord_inbox_message',
+          'OutboxMessageRecord_rm_outbox',
+          'InboxMessageRecord_rm_inbox',
+        ]),
       );
       const customOutbox = await customData.getRepository(outboxMessageEntity(CUSTOM.tableName)).find();
       expect(customOutbox.map(({ messageId, type, payload, createdAt }) => ({ messageId, type, payload, createdAt: createdAt instanceof Date }))).toEqual([

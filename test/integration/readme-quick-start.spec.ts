@@ -59,7 +59,10 @@ describeOn(['postgres'], 'The README quick start', () => {
       // eslint-disable-next-line @typescript-eslint/no-require-imports -- written by the test, loaded once the environment is set
       const { AppModule } = require(join(directory, 'app.module.ts')) as { AppModule: new () => unknown };
       // eslint-disable-next-line @typescript-eslint/no-require-imports
-      const payments = require(join(directory, 'payments.service.ts')) as { Order: new () => { id: number }; PaymentsService: new (...args: never[]) => { pay(id: number): Promise<void> } };
+      const payments = require(join(directory, 'payments.service.ts')) as {
+        Order: new () => { id: number };
+        PaymentsService: new (...args: never[]) => { pay(id: number): Promise<void> };
+      };
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const consumer = require(join(directory, 'order-paid.consumer.ts')) as { Reservation: new () => object };
 
@@ -71,7 +74,10 @@ describeOn(['postgres'], 'The README quick start', () => {
       const { id } = await dataSource.getRepository(payments.Order).save({ status: 'NEW', amountCents: 1999 } as object);
       await app.get(payments.PaymentsService).pay(id);
 
-      await waitUntil(async () => (await dataSource.getRepository(consumer.Reservation).countBy({ orderId: id })) === 1, 'the inbox handler reserved the order');
+      await waitUntil(
+        async () => (await dataSource.getRepository(consumer.Reservation).countBy({ orderId: id })) === 1,
+        'the inbox handler reserved the order',
+      );
       await waitUntil(() => reserved.length === 1, 'inventory.reserved reached the broker');
       expect(JSON.parse(reserved[0].content.toString())).toEqual({ orderId: id });
       expect(reserved[0].properties.type).toBe('inventory.reserved');

@@ -24,7 +24,14 @@ const STATUSES = Object.values(MessageStatus);
 const ARCHIVE_OPTIONS = { dispatcherEnabled: false, notifyEnabled: false, retentionBatchSize: BATCH, retentionMs: DAY, retentionMode: 'archive' } as const;
 
 /** Rows with a value in every column that has one, so that a column lost on the way shows. */
-async function seed(db: TestDatabase, table: Table, status: string, ageDays: number, count: number, options: { type?: string; ordered?: boolean } = {}): Promise<string[]> {
+async function seed(
+  db: TestDatabase,
+  table: Table,
+  status: string,
+  ageDays: number,
+  count: number,
+  options: { type?: string; ordered?: boolean } = {},
+): Promise<string[]> {
   const processed = db.timeAgo(ageDays * DAY);
   const messageIds: string[] = [];
   for (let i = 0; i < count; i++) {
@@ -33,10 +40,18 @@ async function seed(db: TestDatabase, table: Table, status: string, ageDays: num
       table === 'outbox_message'
         ? { message_id: messageId, message_type: options.type ?? 't', transport: 'lane', destination: 'https://example.test/hook' }
         : { message_id: messageId, consumer: 'billing' };
-    const values = { ...identity, biz_key: `biz-${messageId}`, ordering_key: options.ordered === false ? null : `key-${i % 2}`, status, claim_token: randomUUID() };
+    const values = {
+      ...identity,
+      biz_key: `biz-${messageId}`,
+      ordering_key: options.ordered === false ? null : `key-${i % 2}`,
+      status,
+      claim_token: randomUUID(),
+    };
     await db.sql(
       `INSERT INTO {${table}} (${Object.keys(values).join(', ')}, exchange, routing_key, payload, headers, attempts, max_attempts, claimed_by, last_error, processed_at, claimed_at)
-       VALUES (${Object.keys(values).map(() => '?').join(', ')}, 'x', 'k', '{"n":1}', '{"h":"v"}', 2, 5, 'host:1', 'boom', ${processed}, ${processed})`,
+       VALUES (${Object.keys(values)
+         .map(() => '?')
+         .join(', ')}, 'x', 'k', '{"n":1}', '{"h":"v"}', 2, 5, 'host:1', 'boom', ${processed}, ${processed})`,
       Object.values(values),
     );
     messageIds.push(messageId);
@@ -75,7 +90,10 @@ const catalogs: Record<DatabaseKind, (db: TestDatabase, table: string) => Promis
       `SELECT column_name AS name, column_type AS type, is_nullable AS nullable FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`,
       [db.name, table],
     );
-    const indexes = await db.sql(`SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ? AND table_name = ?`, [db.name, table]);
+    const indexes = await db.sql(`SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ? AND table_name = ?`, [
+      db.name,
+      table,
+    ]);
     return { columns: columns.map((c) => `${c.name} ${c.type} ${c.nullable}`), indexes: indexes.map((i) => i.name).sort() };
   },
   mysql: (db, table) => catalogs.mariadb(db, table),
@@ -99,9 +117,9 @@ describe(`Retention in archive mode on ${database.kind}`, () => {
   beforeEach(() => clear(database));
 
   const remaining = async (table: Table) =>
-    (
-      await database.sql(`SELECT status, processed_at < ${database.timeAgo(DAY)} AS old, count(*) AS n FROM {${table}} GROUP BY 1, 2 ORDER BY 1, 2`)
-    ).map((row) => ({ status: row.status, old: toBoolean(row.old), n: Number(row.n) }));
+    (await database.sql(`SELECT status, processed_at < ${database.timeAgo(DAY)} AS old, count(*) AS n FROM {${table}} GROUP BY 1, 2 ORDER BY 1, 2`)).map(
+      (row) => ({ status: row.status, old: toBoolean(row.old), n: Number(row.n) }),
+    );
 
   it('moves only DONE and ABANDONED rows older than the TTL, every column kept, in bounded batches; a second run moves nothing', async () => {
     const moving: Record<Table, string[]> = { outbox_message: [], inbox_message: [] };
@@ -110,7 +128,10 @@ describe(`Retention in archive mode on ${database.kind}`, () => {
       await seed(database, table, 'DONE', 0, 2); // recent: inside the dedupe window
       for (const status of ['MANUAL_REQUIRED', 'FAILED', 'PROCESSING', 'PENDING']) await seed(database, table, status, 10, 1);
     }
-    const before = { outbox_message: await rowsOf(database, 'outbox_message', 'outbox', moving.outbox_message), inbox_message: await rowsOf(database, 'inbox_message', 'inbox', moving.inbox_message) };
+    const before = {
+      outbox_message: await rowsOf(database, 'outbox_message', 'outbox', moving.outbox_message),
+      inbox_message: await rowsOf(database, 'inbox_message', 'inbox', moving.inbox_message),
+    };
     const batches = recordArchiveBatches();
 
     expect(await app.get(Retention).purge()).toEqual({ outbox: 9, inbox: 9 });
@@ -171,7 +192,10 @@ describe(`Retention in archive mode on ${database.kind}`, () => {
     await fc.assert(
       fc.asyncProperty(fc.array(row, { maxLength: 10 }), async (rows) => {
         await clear(database);
-        const expected: Record<Table, { moved: string[]; kept: string[] }> = { outbox_message: { moved: [], kept: [] }, inbox_message: { moved: [], kept: [] } };
+        const expected: Record<Table, { moved: string[]; kept: string[] }> = {
+          outbox_message: { moved: [], kept: [] },
+          inbox_message: { moved: [], kept: [] },
+        };
         for (const { table, status, old } of rows) {
           const [messageId] = await seed(database, table, status, old ? 2 : 0, 1);
           const finished = status === MessageStatus.DONE || status === MessageStatus.ABANDONED;
@@ -192,43 +216,67 @@ describe(`Retention in archive mode on ${database.kind}`, () => {
   describe('without synchronize', () => {
     beforeAll(() => migrated.reset());
 
-    it('refuses to start without the archive tables, naming the migration to run', async () => {
-      const started = createTestApp({ database: migrated, dataSource: { synchronize: false, migrations: OUTBOX_MIGRATIONS, migrationsRun: true }, outbox: ARCHIVE_OPTIONS });
-      await expect(started).rejects.toBeInstanceOf(OutboxSchemaError);
-      await expect(started).rejects.toThrow(
-        `retentionMode is 'archive' but the archive table "outbox_message_archive" of the outbox table (tableName) does not exist: create it with createArchiveTablesMigration({ tableName: "outbox_message", inboxTableName: "inbox_message" })`,
-      );
-      await expect(started).rejects.toThrow(/the archive table "inbox_message_archive" of the inbox table \(inboxTableName\) does not exist/);
-    }, timeoutFor(STARTUP_TIMEOUT_MS));
+    it(
+      'refuses to start without the archive tables, naming the migration to run',
+      async () => {
+        const started = createTestApp({
+          database: migrated,
+          dataSource: { synchronize: false, migrations: OUTBOX_MIGRATIONS, migrationsRun: true },
+          outbox: ARCHIVE_OPTIONS,
+        });
+        await expect(started).rejects.toBeInstanceOf(OutboxSchemaError);
+        await expect(started).rejects.toThrow(
+          `retentionMode is 'archive' but the archive table "outbox_message_archive" of the outbox table (tableName) does not exist: create it with createArchiveTablesMigration({ tableName: "outbox_message", inboxTableName: "inbox_message" })`,
+        );
+        await expect(started).rejects.toThrow(/the archive table "inbox_message_archive" of the inbox table \(inboxTableName\) does not exist/);
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS),
+    );
 
-    it('starts once createArchiveTablesMigration has run, whose tables are those start-up creates', async () => {
-      const migrations = [...OUTBOX_MIGRATIONS, createArchiveTablesMigration()];
-      const migratedApp = await createTestApp({ database: migrated, dataSource: { synchronize: false, migrations, migrationsRun: true }, outbox: ARCHIVE_OPTIONS });
-      try {
-        for (const table of TABLES) {
-          const archive = archiveOf(table);
-          const shape = await catalogs[migrated.kind](migrated, archive);
-          expect(shape.columns.map((column) => column.split(' ')[0])).toEqual(['archive_id', ...TABLE_COLUMNS[KIND[table]], 'archived_at']);
-          expect(shape).toEqual(await catalogs[database.kind](database, archive));
+    it(
+      'starts once createArchiveTablesMigration has run, whose tables are those start-up creates',
+      async () => {
+        const migrations = [...OUTBOX_MIGRATIONS, createArchiveTablesMigration()];
+        const migratedApp = await createTestApp({
+          database: migrated,
+          dataSource: { synchronize: false, migrations, migrationsRun: true },
+          outbox: ARCHIVE_OPTIONS,
+        });
+        try {
+          for (const table of TABLES) {
+            const archive = archiveOf(table);
+            const shape = await catalogs[migrated.kind](migrated, archive);
+            expect(shape.columns.map((column) => column.split(' ')[0])).toEqual(['archive_id', ...TABLE_COLUMNS[KIND[table]], 'archived_at']);
+            expect(shape).toEqual(await catalogs[database.kind](database, archive));
+          }
+          await seed(migrated, 'inbox_message', 'ABANDONED', 10, 1);
+          expect(await migratedApp.get(Retention).purge()).toEqual({ outbox: 0, inbox: 1 });
+        } finally {
+          await migratedApp.close();
         }
-        await seed(migrated, 'inbox_message', 'ABANDONED', 10, 1);
-        expect(await migratedApp.get(Retention).purge()).toEqual({ outbox: 0, inbox: 1 });
-      } finally {
-        await migratedApp.close();
-      }
-    }, timeoutFor(STARTUP_TIMEOUT_MS));
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS),
+    );
   });
 
   /** Records each archive batch: the count it reported, the rows the table lost and the archive gained meanwhile. */
   function recordArchiveBatches(): { table: Table; reported: number; removed: number; archived: number }[] {
     const batches: { table: Table; reported: number; removed: number; archived: number }[] = [];
-    for (const [table, token] of [['outbox_message', OUTBOX_DIALECT], ['inbox_message', INBOX_DIALECT]] as const) {
+    for (const [table, token] of [
+      ['outbox_message', OUTBOX_DIALECT],
+      ['inbox_message', INBOX_DIALECT],
+    ] as const) {
       const dialect = app.get<StateTable>(token);
       const archiveFinished = dialect.archiveFinished.bind(dialect);
       jest.spyOn(dialect, 'archiveFinished').mockImplementation(async (...args) => {
         const before = { table: await count(database, table), archive: await count(database, archiveOf(table)) };
         const reported = await archiveFinished(...args);
-        batches.push({ table, reported, removed: before.table - (await count(database, table)), archived: (await count(database, archiveOf(table))) - before.archive });
+        batches.push({
+          table,
+          reported,
+          removed: before.table - (await count(database, table)),
+          archived: (await count(database, archiveOf(table))) - before.archive,
+        });
         return reported;
       });
     }

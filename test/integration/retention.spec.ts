@@ -39,11 +39,9 @@ describe('Retention', () => {
   const rowCount = async (table: Table) => Number((await database.sql(`SELECT count(*) AS n FROM {${table}}`))[0].n);
 
   const remaining = async (table: Table) =>
-    (
-      await database.sql(
-        `SELECT status, processed_at < ${database.timeAgo(DAY)} AS old, count(*) AS n FROM {${table}} GROUP BY 1, 2 ORDER BY 1, 2`,
-      )
-    ).map((row) => ({ status: row.status, old: toBoolean(row.old), n: Number(row.n) }));
+    (await database.sql(`SELECT status, processed_at < ${database.timeAgo(DAY)} AS old, count(*) AS n FROM {${table}} GROUP BY 1, 2 ORDER BY 1, 2`)).map(
+      (row) => ({ status: row.status, old: toBoolean(row.old), n: Number(row.n) }),
+    );
 
   it('deletes only DONE and ABANDONED rows older than the TTL, from both tables, in bounded batches', async () => {
     for (const table of TABLES) {
@@ -81,7 +79,10 @@ describe('Retention', () => {
    */
   function recordDeleteStatements(): { table: Table; reported: number; removed: number }[] {
     const statements: { table: Table; reported: number; removed: number }[] = [];
-    for (const [table, token] of [['outbox_message', OUTBOX_DIALECT], ['inbox_message', INBOX_DIALECT]] as const) {
+    for (const [table, token] of [
+      ['outbox_message', OUTBOX_DIALECT],
+      ['inbox_message', INBOX_DIALECT],
+    ] as const) {
       const dialect = app.get<StateTable>(token);
       const deleteFinished = dialect.deleteFinished.bind(dialect);
       jest.spyOn(dialect, 'deleteFinished').mockImplementation(async (...args) => {

@@ -42,24 +42,36 @@ describeOn(['postgres'], 'Table migrations (PostgreSQL: compares information_sch
     await freshSchema(SYNCHRONIZED);
   });
 
-  it('create the same tables as start-up creation under synchronize', async () => {
-    await migrate(MIGRATED, OUTBOX_MIGRATIONS);
-    const app = await createTestApp({ schema: SYNCHRONIZED, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
-    await app.close();
-    for (const table of ['outbox_message', 'inbox_message']) {
-      expect(await shape(MIGRATED, table)).toEqual(await shape(SYNCHRONIZED, table));
-    }
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'create the same tables as start-up creation under synchronize',
+    async () => {
+      await migrate(MIGRATED, OUTBOX_MIGRATIONS);
+      const app = await createTestApp({ schema: SYNCHRONIZED, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
+      await app.close();
+      for (const table of ['outbox_message', 'inbox_message']) {
+        expect(await shape(MIGRATED, table)).toEqual(await shape(SYNCHRONIZED, table));
+      }
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
-  it('start-up creation leaves existing tables as they are', async () => {
-    const before = await shape(SYNCHRONIZED, 'outbox_message');
-    const app = await createTestApp({ schema: SYNCHRONIZED, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
-    await app.close();
-    expect(await shape(SYNCHRONIZED, 'outbox_message')).toEqual(before);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'start-up creation leaves existing tables as they are',
+    async () => {
+      const before = await shape(SYNCHRONIZED, 'outbox_message');
+      const app = await createTestApp({ schema: SYNCHRONIZED, outbox: { dispatcherEnabled: false, notifyEnabled: false } });
+      await app.close();
+      expect(await shape(SYNCHRONIZED, 'outbox_message')).toEqual(before);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
   it('creates a custom-named table with its own index names', async () => {
-    await migrate(MIGRATED, [createOutboxTableMigration('billing_outbox'), createInboxTableMigration('billing_inbox'), createOutboxTableV2Migration('billing_outbox')]);
+    await migrate(MIGRATED, [
+      createOutboxTableMigration('billing_outbox'),
+      createInboxTableMigration('billing_inbox'),
+      createOutboxTableV2Migration('billing_outbox'),
+    ]);
     const { indexes } = await shape(MIGRATED, 'billing_outbox');
     expect(indexes.map((i) => i.name)).toEqual([
       'IDX_billing_outbox_claimable',
@@ -88,11 +100,15 @@ describeOn(['postgres'], 'Table migrations (PostgreSQL: compares information_sch
     await sql(`ANALYZE ${table}`);
     // Half of the backlog sent since: the statistics still say every row is claimable.
     await sql(`UPDATE ${table} SET status = 'DONE' WHERE id <= 10000`);
-    const plan = (await sql<{ 'QUERY PLAN': string }>(
-      `EXPLAIN SELECT c.id FROM ${table} AS c
+    const plan = (
+      await sql<{ 'QUERY PLAN': string }>(
+        `EXPLAIN SELECT c.id FROM ${table} AS c
        WHERE c.transport = 'default' AND c.status IN ('PENDING', 'FAILED') AND c.next_attempt_at <= now()
        ORDER BY c.id LIMIT 500 FOR UPDATE OF c SKIP LOCKED`,
-    )).map((row) => row['QUERY PLAN']).join('\n');
+      )
+    )
+      .map((row) => row['QUERY PLAN'])
+      .join('\n');
     expect(plan).toMatch(/Index Scan using "IDX_outbox_message_(claimable|lane)"/);
     expect(plan).not.toContain('PK_outbox_message');
   });

@@ -88,19 +88,22 @@ describe('Soak: two instances under kills, broker restarts and hostile messages 
     proxy.restore();
   };
 
-  beforeAll(async () => {
-    await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, inbox);
-    outgoing = await QueueProbe.bind(inbox.outExchange, '#', `${PREFIX}.outgoing`);
-    dead = await QueueProbe.bind(inbox.deadLetterExchange, '#', `${PREFIX}.dead`);
-    const broker = new URL(AMQP_URL);
-    proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
-    // The test process only publishes; the two instances dispatch, consume and publish again.
-    writer = await createTestApp({ database, outbox: { dispatcherEnabled: false, maxAttempts: 3 } });
-    await Promise.all([startInstance(), startInstance()]);
-  }, timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS));
+  beforeAll(
+    async () => {
+      await database.reset();
+      connection = await connect(AMQP_URL);
+      channel = await connection.createChannel();
+      await prepareInboxBroker(channel, inbox);
+      outgoing = await QueueProbe.bind(inbox.outExchange, '#', `${PREFIX}.outgoing`);
+      dead = await QueueProbe.bind(inbox.deadLetterExchange, '#', `${PREFIX}.dead`);
+      const broker = new URL(AMQP_URL);
+      proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
+      // The test process only publishes; the two instances dispatch, consume and publish again.
+      writer = await createTestApp({ database, outbox: { dispatcherEnabled: false, maxAttempts: 3 } });
+      await Promise.all([startInstance(), startInstance()]);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
+  );
 
   afterAll(async () => {
     await killAllChildren();
@@ -182,13 +185,20 @@ describe('Soak: two instances under kills, broker restarts and hostile messages 
         { messageId: `nul\u0000id-${randomUUID()}`, content: Buffer.from(JSON.stringify({ orderId: -1 })), cause: /messageId/ },
         { messageId: randomUUID(), content: Buffer.from('{not json'), cause: /JSON/ },
       ];
-      for (const delivery of hostile) channel.publish(inbox.exchange, inbox.routingKey, delivery.content, { messageId: delivery.messageId, type: 'order.paid' });
+      for (const delivery of hostile)
+        channel.publish(inbox.exchange, inbox.routingKey, delivery.content, { messageId: delivery.messageId, type: 'order.paid' });
 
-      const goodOrders = [...Array.from({ length: ORDERS }, (_, i) => i + 1).filter((o) => !isMissingExchange(o) && !isOversized(o)), ...Array.from({ length: HELD_ORDERS }, (_, n) => ORDERS + n + 1)];
+      const goodOrders = [
+        ...Array.from({ length: ORDERS }, (_, i) => i + 1).filter((o) => !isMissingExchange(o) && !isOversized(o)),
+        ...Array.from({ length: HELD_ORDERS }, (_, n) => ORDERS + n + 1),
+      ];
       const effectsPerOrder = async () =>
-        new Map((await database.sql(`SELECT order_id, count(*) AS n FROM {test_effect} GROUP BY order_id`)).map((row) => [Number(row.order_id), Number(row.n)]));
+        new Map(
+          (await database.sql(`SELECT order_id, count(*) AS n FROM {test_effect} GROUP BY order_id`)).map((row) => [Number(row.order_id), Number(row.n)]),
+        );
       await waitUntil(async () => (await effectsPerOrder()).size >= goodOrders.length, 'every good order is handled', 3 * WAIT_TIMEOUT_MS);
-      const unsettled = async () => Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE status NOT IN ('DONE', 'MANUAL_REQUIRED')`))[0].n);
+      const unsettled = async () =>
+        Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE status NOT IN ('DONE', 'MANUAL_REQUIRED')`))[0].n);
       await waitUntil(async () => (await unsettled()) === 0, 'every outbox row is settled', 2 * WAIT_TIMEOUT_MS);
       await waitUntil(async () => dead.messages.length >= hostile.length, 'the hostile deliveries are dead-lettered');
 
@@ -203,7 +213,9 @@ describe('Soak: two instances under kills, broker restarts and hostile messages 
 
       // The oversized ones were refused by publish(), inside their transaction: nothing stored.
       expect(refused).toEqual(Array.from({ length: ORDERS }, (_, i) => i + 1).filter(isOversized));
-      const refusedRows = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE biz_key IN (?)`, [refused.map((order) => `order-${order}:paid`)]);
+      const refusedRows = await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE biz_key IN (?)`, [
+        refused.map((order) => `order-${order}:paid`),
+      ]);
       expect(Number(refusedRows[0].n)).toBe(0);
 
       // The ones to a missing exchange: MANUAL_REQUIRED, saying so.

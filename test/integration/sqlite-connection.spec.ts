@@ -221,40 +221,44 @@ describeSqlite('SQLite: one connection, several processes', () => {
       });
     }
 
-    it('claim every row exactly once', async () => {
-      const file = dataSource.options.database as string;
-      for (let i = 0; i < ROWS; i += 500) await publish(tables, ...Array.from({ length: Math.min(500, ROWS - i) }, () => outboxRow()));
-      const children = [claimantProcess(file), claimantProcess(file)];
-      try {
-        await Promise.all(children.map((child) => lineOf(child, 'READY', STARTUP_TIMEOUT_MS)));
-        const results = children.map((child) => lineOf(child, 'CLAIMED ', WAIT_TIMEOUT_MS));
-        for (const child of children) child.stdin.write('go\n');
+    it(
+      'claim every row exactly once',
+      async () => {
+        const file = dataSource.options.database as string;
+        for (let i = 0; i < ROWS; i += 500) await publish(tables, ...Array.from({ length: Math.min(500, ROWS - i) }, () => outboxRow()));
+        const children = [claimantProcess(file), claimantProcess(file)];
+        try {
+          await Promise.all(children.map((child) => lineOf(child, 'READY', STARTUP_TIMEOUT_MS)));
+          const results = children.map((child) => lineOf(child, 'CLAIMED ', WAIT_TIMEOUT_MS));
+          for (const child of children) child.stdin.write('go\n');
 
-        // This process claims alongside them.
-        const mine: string[] = [];
-        for (let idle = 0; idle < 3; ) {
-          const batch = await tables.outbox.claim(dataSource, BATCH, token(), 'parent');
-          if (batch.length === 0) {
-            idle++;
-            await sleep(20);
-            continue;
+          // This process claims alongside them.
+          const mine: string[] = [];
+          for (let idle = 0; idle < 3;) {
+            const batch = await tables.outbox.claim(dataSource, BATCH, token(), 'parent');
+            if (batch.length === 0) {
+              idle++;
+              await sleep(20);
+              continue;
+            }
+            idle = 0;
+            mine.push(...batch.map((m) => m.id));
+            await sleep(SEND_MS);
+            await tables.outbox.settleDone(dataSource, batch);
           }
-          idle = 0;
-          mine.push(...batch.map((m) => m.id));
-          await sleep(SEND_MS);
-          await tables.outbox.settleDone(dataSource, batch);
-        }
-        const theirs = (await Promise.all(results)).map((line) => JSON.parse(line) as string[]);
+          const theirs = (await Promise.all(results)).map((line) => JSON.parse(line) as string[]);
 
-        const all = [mine, ...theirs].flat();
-        expect([mine, ...theirs].map((ids) => ids.length > 0)).toEqual([true, true, true]);
-        expect(all).toHaveLength(ROWS);
-        expect(new Set(all).size).toBe(ROWS);
-        const counts = await dataSource.query(`SELECT status, count(*) AS n FROM "${OUTBOX_TABLE}" GROUP BY status`);
-        expect(counts).toEqual([{ status: DONE, n: ROWS }]);
-      } finally {
-        for (const child of children) if (child.exitCode === null) child.kill();
-      }
-    }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+          const all = [mine, ...theirs].flat();
+          expect([mine, ...theirs].map((ids) => ids.length > 0)).toEqual([true, true, true]);
+          expect(all).toHaveLength(ROWS);
+          expect(new Set(all).size).toBe(ROWS);
+          const counts = await dataSource.query(`SELECT status, count(*) AS n FROM "${OUTBOX_TABLE}" GROUP BY status`);
+          expect(counts).toEqual([{ status: DONE, n: ROWS }]);
+        } finally {
+          for (const child of children) if (child.exitCode === null) child.kill();
+        }
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+    );
   });
 });

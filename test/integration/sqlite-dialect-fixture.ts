@@ -22,7 +22,10 @@ export function describeSqlite(name: string, tests: () => void): void {
 }
 
 /** A better-sqlite3 DataSource on `file`, as the library recommends it for files: WAL and a busy timeout. */
-export async function openSqlite(file: string, options: { synchronize?: boolean; timeout?: number; migrations?: (new () => unknown)[] } = {}): Promise<DataSource> {
+export async function openSqlite(
+  file: string,
+  options: { synchronize?: boolean; timeout?: number; migrations?: (new () => unknown)[] } = {},
+): Promise<DataSource> {
   const dataSource = new DataSource({
     type: 'better-sqlite3',
     database: file,

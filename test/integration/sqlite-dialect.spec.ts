@@ -6,7 +6,18 @@ import { MessageStatus } from '../../lib/message/message-status';
 import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration } from '../../lib/migrations/table-migrations';
 import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
 import { newDatabaseForEachTest } from './sqlite-database-per-test';
-import { describeSqlite, DialectTables, inboxRow, INBOX_TABLE, openSqlite, outboxRow, outboxState, OUTBOX_TABLE, publish, sleep } from './sqlite-dialect-fixture';
+import {
+  describeSqlite,
+  DialectTables,
+  inboxRow,
+  INBOX_TABLE,
+  openSqlite,
+  outboxRow,
+  outboxState,
+  OUTBOX_TABLE,
+  publish,
+  sleep,
+} from './sqlite-dialect-fixture';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
@@ -51,7 +62,10 @@ describeSqlite('SQLite dialect', () => {
           await tables.outbox.insert(manager, outboxRow()),
           await tables.outbox.insert(manager, outboxRow()),
         ];
-        duplicateOf = [await tables.outbox.findDuplicateMessageId(manager, outboxRow({ bizKey: 'order-1:paid' })), await tables.outbox.findDuplicateMessageId(manager, outboxRow())];
+        duplicateOf = [
+          await tables.outbox.findDuplicateMessageId(manager, outboxRow({ bizKey: 'order-1:paid' })),
+          await tables.outbox.findDuplicateMessageId(manager, outboxRow()),
+        ];
       });
       expect(results).toEqual([true, false, false, true, true, true]);
       expect(duplicateOf).toEqual([first.messageId, null]);
@@ -63,7 +77,16 @@ describeSqlite('SQLite dialect', () => {
       const before = Date.now();
       await publish(tables, row);
       const byId = await tables.outbox.findMessage(dataSource, { messageId: row.messageId });
-      expect(byId).toMatchObject({ messageId: row.messageId, type: row.type, bizKey: 'order-2:paid', orderingKey: 'order-2', status: PENDING, attempts: 0, lastError: null, processedAt: null });
+      expect(byId).toMatchObject({
+        messageId: row.messageId,
+        type: row.type,
+        bizKey: 'order-2:paid',
+        orderingKey: 'order-2',
+        status: PENDING,
+        attempts: 0,
+        lastError: null,
+        processedAt: null,
+      });
       expect(byId!.createdAt).toBeInstanceOf(Date);
       expect(Math.abs(byId!.createdAt.getTime() - before)).toBeLessThan(5_000);
       expect(await tables.outbox.findMessage(dataSource, { bizKey: 'order-2:paid', type: row.type })).toEqual(byId);
@@ -78,10 +101,12 @@ describeSqlite('SQLite dialect', () => {
       await dataSource.query(`UPDATE "${OUTBOX_TABLE}" SET status = 'DONE' WHERE message_id = ?`, [sent.messageId]);
 
       expect(await dataSource.transaction((m) => tables.outbox.cancel(m, 'order-3:paid', 'order.shipped'))).toBe(1);
-      await expect(dataSource.transaction(async (m) => {
-        expect(await tables.outbox.cancel(m, 'order-3:paid', undefined)).toBe(1);
-        throw new Error('rolled back');
-      })).rejects.toThrow('rolled back');
+      await expect(
+        dataSource.transaction(async (m) => {
+          expect(await tables.outbox.cancel(m, 'order-3:paid', undefined)).toBe(1);
+          throw new Error('rolled back');
+        }),
+      ).rejects.toThrow('rolled back');
       expect((await outboxState(dataSource, pending.messageId))!.status).toBe(PENDING);
       expect(await dataSource.transaction((m) => tables.outbox.cancel(m, 'order-3:paid', undefined))).toBe(1);
 
@@ -135,10 +160,7 @@ describeSqlite('SQLite dialect', () => {
       expect(await outboxState(dataSource, a.messageId)).toMatchObject({ status: DONE, claim_token: null, last_error: null });
       expect((await outboxState(dataSource, a.messageId))!.processed_at).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}$/);
 
-      const failures = [
-        failure(b, FAILED, 60_000, 'broker down'),
-        failure(c, MANUAL_REQUIRED, 0, 'fatal'),
-      ];
+      const failures = [failure(b, FAILED, 60_000, 'broker down'), failure(c, MANUAL_REQUIRED, 0, 'fatal')];
       expect(await tables.outbox.settleFailed(dataSource, [{ ...failures[0], claimToken: token() }])).toBe(0);
       expect(await tables.outbox.settleFailed(dataSource, failures)).toBe(2);
       expect(await tables.outbox.settleFailed(dataSource, failures)).toBe(0);
@@ -205,7 +227,9 @@ describeSqlite('SQLite dialect', () => {
       await publish(tables, ...rows);
       const claimed = await tables.outbox.claim(dataSource, 3, token(), 'me');
       await tables.outbox.settleDone(dataSource, claimed.slice(0, 2));
-      await dataSource.query(`UPDATE "${OUTBOX_TABLE}" SET status = 'ABANDONED', processed_at = strftime('%Y-%m-%d %H:%M:%f', 'now') WHERE message_id = ?`, [rows[3].messageId]);
+      await dataSource.query(`UPDATE "${OUTBOX_TABLE}" SET status = 'ABANDONED', processed_at = strftime('%Y-%m-%d %H:%M:%f', 'now') WHERE message_id = ?`, [
+        rows[3].messageId,
+      ]);
 
       expect(await tables.outbox.deleteFinished(dataSource, 60_000, 10)).toBe(0);
       await dataSource.query(`UPDATE "${OUTBOX_TABLE}" SET processed_at = strftime('%Y-%m-%d %H:%M:%f', 'now', '-120 seconds') WHERE processed_at IS NOT NULL`);
@@ -242,7 +266,10 @@ describeSqlite('SQLite dialect', () => {
       const [b1, b2] = [1, 2].map(() => outboxRow({ orderingKey: 'b' }));
       await publish(tables, a1, a2, a3, b1, b2);
       const heads = await tables.outbox.claim(dataSource, 10, token(), 'me');
-      await tables.outbox.settleFailed(dataSource, heads.map((h) => failure(h, MANUAL_REQUIRED, 0, `gave up on ${h.orderingKey}`)));
+      await tables.outbox.settleFailed(
+        dataSource,
+        heads.map((h) => failure(h, MANUAL_REQUIRED, 0, `gave up on ${h.orderingKey}`)),
+      );
       expect(await tables.outbox.claim(dataSource, 10, token(), 'me')).toEqual([]);
 
       const parked = await tables.outbox.findParkedKeys(dataSource, 10);
@@ -278,10 +305,12 @@ describeSqlite('SQLite dialect', () => {
 
       // A rolled-back handler leaves nothing behind.
       const rolledBack = inboxRow();
-      await expect(dataSource.transaction(async (m) => {
-        await tables.inbox.acquire(m, rolledBack);
-        throw new Error('handler failed');
-      })).rejects.toThrow('handler failed');
+      await expect(
+        dataSource.transaction(async (m) => {
+          await tables.inbox.acquire(m, rolledBack);
+          throw new Error('handler failed');
+        }),
+      ).rejects.toThrow('handler failed');
       expect(await inboxState('consumer-a', rolledBack.messageId)).toBeUndefined();
     });
 
@@ -339,10 +368,12 @@ describeSqlite('SQLite dialect', () => {
       });
 
       // Settled in the handler's transaction: rolled back with it, committed with it.
-      await expect(dataSource.transaction(async (m) => {
-        expect(await tables.inbox.settleDone(m, [claimed[0]])).toBe(1);
-        throw new Error('handler failed');
-      })).rejects.toThrow('handler failed');
+      await expect(
+        dataSource.transaction(async (m) => {
+          expect(await tables.inbox.settleDone(m, [claimed[0]])).toBe(1);
+          throw new Error('handler failed');
+        }),
+      ).rejects.toThrow('handler failed');
       expect(await inboxState('consumer-a', a1.messageId)).toMatchObject({ status: PROCESSING });
       expect(await dataSource.transaction((m) => tables.inbox.settleDone(m, [claimed[0]]))).toBe(1);
       expect((await tables.inbox.claim(dataSource, ['consumer-a'], 10, token(), 'me')).map((m) => m.messageId)).toEqual([a2.messageId]);
@@ -401,7 +432,10 @@ describeSqlite('SQLite dialect', () => {
 
         // The upgrade cannot be reverted; the creating migrations can.
         await expect(migrated.undoLastMigration()).rejects.toThrow(/cannot be reverted/);
-        const createdOnly = await openSqlite(databases.newFile(), { synchronize: false, migrations: [createOutboxTableMigration(OUTBOX_TABLE), createInboxTableMigration(INBOX_TABLE)] });
+        const createdOnly = await openSqlite(databases.newFile(), {
+          synchronize: false,
+          migrations: [createOutboxTableMigration(OUTBOX_TABLE), createInboxTableMigration(INBOX_TABLE)],
+        });
         try {
           await createdOnly.runMigrations();
           await createdOnly.undoLastMigration();
@@ -416,11 +450,14 @@ describeSqlite('SQLite dialect', () => {
 
     it('claims through the partial indexes', async () => {
       const table = qualifiedTable(dataSource, OUTBOX_TABLE);
-      const plan = async (sql: string) =>
-        (await dataSource.query<{ detail: string }[]>(`EXPLAIN QUERY PLAN ${sql}`)).map((r) => r.detail).join('\n');
-      expect(await plan(`SELECT c.id FROM ${table} AS c WHERE c.transport = 'default' AND c.status IN ('PENDING', 'FAILED') ORDER BY c.id LIMIT 10`)).toContain(`IDX_${OUTBOX_TABLE}_lane`);
+      const plan = async (sql: string) => (await dataSource.query<{ detail: string }[]>(`EXPLAIN QUERY PLAN ${sql}`)).map((r) => r.detail).join('\n');
+      expect(await plan(`SELECT c.id FROM ${table} AS c WHERE c.transport = 'default' AND c.status IN ('PENDING', 'FAILED') ORDER BY c.id LIMIT 10`)).toContain(
+        `IDX_${OUTBOX_TABLE}_lane`,
+      );
       expect(
-        await plan(`SELECT 1 FROM ${table} AS e WHERE e.ordering_key = 'k' AND e.id < 5 AND e.status IN ('PENDING', 'PROCESSING', 'FAILED', 'MANUAL_REQUIRED')`),
+        await plan(
+          `SELECT 1 FROM ${table} AS e WHERE e.ordering_key = 'k' AND e.id < 5 AND e.status IN ('PENDING', 'PROCESSING', 'FAILED', 'MANUAL_REQUIRED')`,
+        ),
       ).toContain(`IDX_${OUTBOX_TABLE}_ordering`);
       expect(await plan(`SELECT id FROM ${table} WHERE status = 'PROCESSING' AND claim_token = 'x'`)).toContain(`IDX_${OUTBOX_TABLE}_processing`);
     });

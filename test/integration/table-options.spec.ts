@@ -41,14 +41,20 @@ const nameOf = (prefix: string, length: number) => prefix + 'x'.repeat(length - 
 async function indexNames(table: string): Promise<string[]> {
   const rows = await {
     postgres: () => database.sql(`SELECT indexname AS name FROM pg_indexes WHERE schemaname = ? AND tablename = ?`, [database.name, table]),
-    mariadb: () => database.sql(`SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ? AND table_name = ?`, [database.name, table]),
-    mysql: () => database.sql(`SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ? AND table_name = ?`, [database.name, table]),
+    mariadb: () =>
+      database.sql(`SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ? AND table_name = ?`, [database.name, table]),
+    mysql: () =>
+      database.sql(`SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ? AND table_name = ?`, [database.name, table]),
     sqlite: () => database.sql(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND name NOT LIKE 'sqlite_autoindex_%'`, [table]),
   }[database.kind]();
   return rows.map((row) => String(row.name)).sort();
 }
 
-const tableExists = (table: string) => database.sql(`SELECT count(*) AS n FROM {${table}}`).then(() => true, () => false);
+const tableExists = (table: string) =>
+  database.sql(`SELECT count(*) AS n FROM {${table}}`).then(
+    () => true,
+    () => false,
+  );
 
 const paidOrders: number[] = [];
 
@@ -138,20 +144,32 @@ describe(`Table options on ${DATABASE_KIND}`, () => {
     });
   });
 
-  it('refuses names a character longer before creating anything, saying the longest allowed', async () => {
-    const tables = { outbox: nameOf('over_outbox_', LONGEST[DATABASE_KIND].outbox + 1), inbox: nameOf('over_inbox_', LONGEST[DATABASE_KIND].inbox + 1) };
-    const failure = boot({ statics: { tableName: tables.outbox, inboxTableName: tables.inbox } });
-    await expect(failure).rejects.toBeInstanceOf(OutboxOptionsError);
-    if (database.kind === 'sqlite') {
-      // No database limit: the library's own cap on any table name, checked where the module is declared.
-      await expect(failure).rejects.toThrow(/tableName must be a plain SQL identifier \(letters, digits, underscore; at most 63 characters\)/);
-    } else {
-      await expect(failure).rejects.toThrow(new RegExp(`tableName "${tables.outbox}" has ${tables.outbox.length} characters, but on \\w+ an outbox table name may have at most ${LONGEST[DATABASE_KIND].outbox}: `));
-      await expect(failure).rejects.toThrow(new RegExp(`inboxTableName "${tables.inbox}" has ${tables.inbox.length} characters, but on \\w+ an inbox table name may have at most ${LONGEST[DATABASE_KIND].inbox}: `));
-    }
-    expect(await tableExists(tables.outbox)).toBe(false);
-    expect(await tableExists(tables.inbox)).toBe(false);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'refuses names a character longer before creating anything, saying the longest allowed',
+    async () => {
+      const tables = { outbox: nameOf('over_outbox_', LONGEST[DATABASE_KIND].outbox + 1), inbox: nameOf('over_inbox_', LONGEST[DATABASE_KIND].inbox + 1) };
+      const failure = boot({ statics: { tableName: tables.outbox, inboxTableName: tables.inbox } });
+      await expect(failure).rejects.toBeInstanceOf(OutboxOptionsError);
+      if (database.kind === 'sqlite') {
+        // No database limit: the library's own cap on any table name, checked where the module is declared.
+        await expect(failure).rejects.toThrow(/tableName must be a plain SQL identifier \(letters, digits, underscore; at most 63 characters\)/);
+      } else {
+        await expect(failure).rejects.toThrow(
+          new RegExp(
+            `tableName "${tables.outbox}" has ${tables.outbox.length} characters, but on \\w+ an outbox table name may have at most ${LONGEST[DATABASE_KIND].outbox}: `,
+          ),
+        );
+        await expect(failure).rejects.toThrow(
+          new RegExp(
+            `inboxTableName "${tables.inbox}" has ${tables.inbox.length} characters, but on \\w+ an inbox table name may have at most ${LONGEST[DATABASE_KIND].inbox}: `,
+          ),
+        );
+      }
+      expect(await tableExists(tables.outbox)).toBe(false);
+      expect(await tableExists(tables.inbox)).toBe(false);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
   it('refuses, in a table migration, a name too long for the database before running any statement', async () => {
     const name = nameOf('over_inbox_', LONGEST[DATABASE_KIND].inbox + 1);
@@ -159,69 +177,106 @@ describe(`Table options on ${DATABASE_KIND}`, () => {
       expect(() => createInboxTableMigration(name)).toThrow(/inboxTableName must be a plain SQL identifier .*at most 63 characters/);
       return;
     }
-    const dataSource = await new DataSource({ ...database.dataSourceOptions(), synchronize: false, migrations: [createInboxTableMigration(name)] }).initialize();
+    const dataSource = await new DataSource({
+      ...database.dataSourceOptions(),
+      synchronize: false,
+      migrations: [createInboxTableMigration(name)],
+    }).initialize();
     try {
-      await expect(dataSource.runMigrations()).rejects.toThrow(new RegExp(`inboxTableName "${name}" has ${name.length} characters, but on \\w+ an inbox table name may have at most ${LONGEST[DATABASE_KIND].inbox}: `));
+      await expect(dataSource.runMigrations()).rejects.toThrow(
+        new RegExp(
+          `inboxTableName "${name}" has ${name.length} characters, but on \\w+ an inbox table name may have at most ${LONGEST[DATABASE_KIND].inbox}: `,
+        ),
+      );
     } finally {
       await dataSource.destroy();
     }
     expect(await tableExists(name)).toBe(false);
   });
 
-  it('refuses equal table names, ignoring case, where the module is declared', async () => {
-    await expect(boot({ statics: { tableName: 'events', inboxTableName: 'EVENTS' } })).rejects.toThrow(
-      /tableName and inboxTableName must name two tables, but both are "events" \(table names are compared ignoring case/,
-    );
-    expect(await tableExists('events')).toBe(false);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'refuses equal table names, ignoring case, where the module is declared',
+    async () => {
+      await expect(boot({ statics: { tableName: 'events', inboxTableName: 'EVENTS' } })).rejects.toThrow(
+        /tableName and inboxTableName must name two tables, but both are "events" \(table names are compared ignoring case/,
+      );
+      expect(await tableExists('events')).toBe(false);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
-  it('refuses a business table as tableName, naming the columns it lacks, and leaves it as it was', async () => {
-    await database.sql(`CREATE TABLE {orders} (id integer PRIMARY KEY, status varchar(20) NOT NULL, customer varchar(100))`);
-    await database.sql(`INSERT INTO {orders} (id, status, customer) VALUES (1, 'PAID', 'ada')`);
-    const indexesBefore = await indexNames('orders');
-    const failure = boot({ statics: { tableName: 'orders', inboxTableName: 'orders_inbox' } });
-    await expect(failure).rejects.toBeInstanceOf(OutboxSchemaError);
-    await expect(failure).rejects.toThrow(
-      'the table "orders" (tableName) exists but is not an outbox table: it has no column message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, attempts,' +
-        ' max_attempts, next_attempt_at, claimed_at, claim_token, claimed_by, last_error, created_at, processed_at, transport, destination. If it is a table of your own, set tableName to another name',
-    );
-    // Refused before start-up creation could add the claim indexes to it.
-    expect(await indexNames('orders')).toEqual(indexesBefore);
-    expect(await database.sql(`SELECT id, status, customer FROM {orders}`)).toEqual([expect.objectContaining({ status: 'PAID', customer: 'ada' })]);
-  }, timeoutFor(STARTUP_TIMEOUT_MS));
+  it(
+    'refuses a business table as tableName, naming the columns it lacks, and leaves it as it was',
+    async () => {
+      await database.sql(`CREATE TABLE {orders} (id integer PRIMARY KEY, status varchar(20) NOT NULL, customer varchar(100))`);
+      await database.sql(`INSERT INTO {orders} (id, status, customer) VALUES (1, 'PAID', 'ada')`);
+      const indexesBefore = await indexNames('orders');
+      const failure = boot({ statics: { tableName: 'orders', inboxTableName: 'orders_inbox' } });
+      await expect(failure).rejects.toBeInstanceOf(OutboxSchemaError);
+      await expect(failure).rejects.toThrow(
+        'the table "orders" (tableName) exists but is not an outbox table: it has no column message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, attempts,' +
+          ' max_attempts, next_attempt_at, claimed_at, claim_token, claimed_by, last_error, created_at, processed_at, transport, destination. If it is a table of your own, set tableName to another name',
+      );
+      // Refused before start-up creation could add the claim indexes to it.
+      expect(await indexNames('orders')).toEqual(indexesBefore);
+      expect(await database.sql(`SELECT id, status, customer FROM {orders}`)).toEqual([expect.objectContaining({ status: 'PAID', customer: 'ada' })]);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
 
-  it('refuses a transport that is not a transport class, saying what was given', async () => {
-    await expect(boot({ statics: { transport: new SomeTransport() as never } })).rejects.toThrow(
-      /transport must be a class implementing OutboxTransport .*got an instance of SomeTransport: pass the class itself \(transport: SomeTransport\)/,
-    );
-    await expect(boot({ statics: { transport: 'rabbitmq' as never } })).rejects.toThrow(/transport must be a class .*got the string "rabbitmq"/);
-    await expect(boot({ statics: { transport: NotATransport as never } })).rejects.toThrow(/class NotATransport has no send\(\) method/);
-  }, timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS));
+  it(
+    'refuses a transport that is not a transport class, saying what was given',
+    async () => {
+      await expect(boot({ statics: { transport: new SomeTransport() as never } })).rejects.toThrow(
+        /transport must be a class implementing OutboxTransport .*got an instance of SomeTransport: pass the class itself \(transport: SomeTransport\)/,
+      );
+      await expect(boot({ statics: { transport: 'rabbitmq' as never } })).rejects.toThrow(/transport must be a class .*got the string "rabbitmq"/);
+      await expect(boot({ statics: { transport: NotATransport as never } })).rejects.toThrow(/class NotATransport has no send\(\) method/);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
+  );
 
   describe('without synchronize', () => {
     const tables = { outbox: 'migrated_outbox', inbox: 'migrated_inbox' };
-    const migrated = { synchronize: false, migrations: [createOutboxTableMigration(tables.outbox), createInboxTableMigration(tables.inbox), createOutboxTableV2Migration(tables.outbox)] };
+    const migrated = {
+      synchronize: false,
+      migrations: [createOutboxTableMigration(tables.outbox), createInboxTableMigration(tables.inbox), createOutboxTableV2Migration(tables.outbox)],
+    };
     const statics = { tableName: tables.outbox, inboxTableName: tables.inbox };
 
-    it('refuses to start while the tables are missing, saying how to create them', async () => {
-      const failure = boot({ statics, dataSource: { synchronize: false } });
-      await expect(failure).rejects.toBeInstanceOf(OutboxSchemaError);
-      await expect(failure).rejects.toThrow(
-        /the outbox table "migrated_outbox" \(tableName\) does not exist: create it with the library's migrations \(OUTBOX_MIGRATIONS, or createOutboxTableMigration\("migrated_outbox"\) for a custom name\)/,
-      );
-      await expect(failure).rejects.toThrow(/the inbox table "migrated_inbox" \(inboxTableName\) does not exist: .*createInboxTableMigration\("migrated_inbox"\).* synchronize: true/);
-    }, timeoutFor(STARTUP_TIMEOUT_MS));
+    it(
+      'refuses to start while the tables are missing, saying how to create them',
+      async () => {
+        const failure = boot({ statics, dataSource: { synchronize: false } });
+        await expect(failure).rejects.toBeInstanceOf(OutboxSchemaError);
+        await expect(failure).rejects.toThrow(
+          /the outbox table "migrated_outbox" \(tableName\) does not exist: create it with the library's migrations \(OUTBOX_MIGRATIONS, or createOutboxTableMigration\("migrated_outbox"\) for a custom name\)/,
+        );
+        await expect(failure).rejects.toThrow(
+          /the inbox table "migrated_inbox" \(inboxTableName\) does not exist: .*createInboxTableMigration\("migrated_inbox"\).* synchronize: true/,
+        );
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS),
+    );
 
-    it('starts on the tables the migrations created', async () => {
-      await expect(boot({ statics, dataSource: { ...migrated, migrationsRun: true } })).resolves.toBeUndefined();
-      expect(await tableExists(tables.outbox)).toBe(true);
-    }, timeoutFor(STARTUP_TIMEOUT_MS));
+    it(
+      'starts on the tables the migrations created',
+      async () => {
+        await expect(boot({ statics, dataSource: { ...migrated, migrationsRun: true } })).resolves.toBeUndefined();
+        expect(await tableExists(tables.outbox)).toBe(true);
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS),
+    );
 
-    it('names the column an outbox table of an older shape lacks', async () => {
-      await database.sql(`ALTER TABLE {migrated_outbox} DROP COLUMN claimed_by`);
-      await expect(boot({ statics, dataSource: migrated })).rejects.toThrow(
-        /the table "migrated_outbox" \(tableName\) exists but is not an outbox table: it has no column claimed_by\. .*if it is an outbox table of an older version, run the library's migrations/,
-      );
-    }, timeoutFor(STARTUP_TIMEOUT_MS));
+    it(
+      'names the column an outbox table of an older shape lacks',
+      async () => {
+        await database.sql(`ALTER TABLE {migrated_outbox} DROP COLUMN claimed_by`);
+        await expect(boot({ statics, dataSource: migrated })).rejects.toThrow(
+          /the table "migrated_outbox" \(tableName\) exists but is not an outbox table: it has no column claimed_by\. .*if it is an outbox table of an older version, run the library's migrations/,
+        );
+      },
+      timeoutFor(STARTUP_TIMEOUT_MS),
+    );
   });
 });

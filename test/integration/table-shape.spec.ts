@@ -5,30 +5,78 @@ import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const db = testDatabase('it_table_shape');
 
-const STATE_COLUMNS = ['status', 'attempts', 'max_attempts', 'next_attempt_at', 'claimed_at', 'claim_token', 'claimed_by', 'last_error', 'created_at', 'processed_at'];
+const STATE_COLUMNS = [
+  'status',
+  'attempts',
+  'max_attempts',
+  'next_attempt_at',
+  'claimed_at',
+  'claim_token',
+  'claimed_by',
+  'last_error',
+  'created_at',
+  'processed_at',
+];
 const EXPECTED = {
   outbox_message: {
     // Version 1's columns, then what version 2 added.
-    columns: ['id', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS, 'transport', 'destination'],
+    columns: [
+      'id',
+      'message_id',
+      'message_type',
+      'biz_key',
+      'ordering_key',
+      'exchange',
+      'routing_key',
+      'payload',
+      'headers',
+      ...STATE_COLUMNS,
+      'transport',
+      'destination',
+    ],
     // PostgreSQL keeps version 1's claim index beside the lane index (see postgresOutboxV2Ddl).
-    keys: [...(DATABASE_KIND === 'postgres' ? ['IDX_outbox_message_claimable'] : []), 'IDX_outbox_message_lane', 'IDX_outbox_message_ordering', 'IDX_outbox_message_processing', 'PK_outbox_message', 'UQ_outbox_message_message_id', 'UQ_outbox_message_type_biz_key'],
+    keys: [
+      ...(DATABASE_KIND === 'postgres' ? ['IDX_outbox_message_claimable'] : []),
+      'IDX_outbox_message_lane',
+      'IDX_outbox_message_ordering',
+      'IDX_outbox_message_processing',
+      'PK_outbox_message',
+      'UQ_outbox_message_message_id',
+      'UQ_outbox_message_type_biz_key',
+    ],
   },
   inbox_message: {
     columns: ['id', 'consumer', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS],
-    keys: ['IDX_inbox_message_claimable', 'IDX_inbox_message_ordering', 'IDX_inbox_message_processing', 'PK_inbox_message', 'UQ_inbox_message_consumer_biz_key', 'UQ_inbox_message_consumer_message_id'],
+    keys: [
+      'IDX_inbox_message_claimable',
+      'IDX_inbox_message_ordering',
+      'IDX_inbox_message_processing',
+      'PK_inbox_message',
+      'UQ_inbox_message_consumer_biz_key',
+      'UQ_inbox_message_consumer_message_id',
+    ],
   },
 };
 
 /** Column names in order, and the names of keys and indexes, read from each database's catalog. */
 const catalogs: Record<DatabaseKind, (database: TestDatabase, table: string) => Promise<{ columns: string[]; keys: string[] }>> = {
   async postgres(database, table) {
-    const columns = await database.sql(`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`, [database.name, table]);
+    const columns = await database.sql(
+      `SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`,
+      [database.name, table],
+    );
     const keys = await database.sql(`SELECT indexname AS name FROM pg_indexes WHERE schemaname = ? AND tablename = ?`, [database.name, table]);
     return { columns: columns.map((c) => c.name), keys: keys.map((k) => k.name) };
   },
   async mariadb(database, table) {
-    const columns = await database.sql(`SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`, [database.name, table]);
-    const keys = await database.sql(`SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ? AND table_name = ?`, [database.name, table]);
+    const columns = await database.sql(
+      `SELECT column_name AS name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position`,
+      [database.name, table],
+    );
+    const keys = await database.sql(`SELECT DISTINCT index_name AS name FROM information_schema.statistics WHERE table_schema = ? AND table_name = ?`, [
+      database.name,
+      table,
+    ]);
     // MySQL names every primary key PRIMARY.
     return { columns: columns.map((c) => c.name), keys: keys.map((k) => (k.name === 'PRIMARY' ? `PK_${table}` : k.name)) };
   },

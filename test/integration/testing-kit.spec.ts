@@ -34,7 +34,9 @@ async function createKitApp(): Promise<INestApplicationContext> {
     imports: [
       ClsModule.forRoot({
         global: true,
-        plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
+        plugins: [
+          new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) }),
+        ],
       }),
       TypeOrmModule.forRoot({ ...database.dataSourceOptions(), autoLoadEntities: true }),
       TypeOrmModule.forFeature([TestOrder, TestEffect]),
@@ -84,9 +86,15 @@ describe('the test kit (nestjs-outbox/testing)', () => {
       .withTransaction(() => app.get(OutboxService).publish({ type: 'order.paid', exchange: ORDERS, routingKey: 'order.paid', payload: { orderId, ...event } }))
       .then(({ messageId }) => ({ orderId, messageId }));
   };
-  const effects = (consumer: string, orderId: number) => app.get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost).tx.getRepository(TestEffect).countBy({ consumer, orderId });
+  const effects = (consumer: string, orderId: number) =>
+    app.get<TransactionHost<TransactionalAdapterTypeOrm>>(TransactionHost).tx.getRepository(TestEffect).countBy({ consumer, orderId });
   const inboxRow = async (consumer: string, messageId: string) =>
-    (await database.sql<{ status: string; attempts: number }>('SELECT status, attempts FROM {inbox_message} WHERE consumer = ? AND message_id = ?', [consumer, messageId]))[0];
+    (
+      await database.sql<{ status: string; attempts: number }>('SELECT status, attempts FROM {inbox_message} WHERE consumer = ? AND message_id = ?', [
+        consumer,
+        messageId,
+      ])
+    )[0];
   const outboxRow = (messageId: string) => app.get(OutboxAdmin).findMessage({ messageId });
 
   describe('capturing', () => {
@@ -173,7 +181,12 @@ describe('the test kit (nestjs-outbox/testing)', () => {
         ['kit-transactional', 'kit.transactional', 'ack'],
       ]);
       // Each handler published two messages through the outbox; the flush sent them too.
-      expect(transport.ofType('inventory.reserved').map((message) => (message.payload as { consumer: string }).consumer).sort()).toEqual(['kit-deferred', 'kit-transactional']);
+      expect(
+        transport
+          .ofType('inventory.reserved')
+          .map((message) => (message.payload as { consumer: string }).consumer)
+          .sort(),
+      ).toEqual(['kit-deferred', 'kit-transactional']);
       expect(transport.ofType('inventory.notified')).toHaveLength(2);
       expect(result.inboxRuns).toBe(1);
       expect(await inboxRow('kit-deferred', messageId)).toMatchObject({ status: MessageStatus.DONE });
@@ -205,7 +218,9 @@ describe('the test kit (nestjs-outbox/testing)', () => {
       const other = ++nextOrderId;
       await app
         .get(TransactionHost)
-        .withTransaction(() => app.get(OutboxService).publish({ type: 'order.paid', exchange: 'elsewhere', routingKey: 'order.paid', payload: { orderId: other } }));
+        .withTransaction(() =>
+          app.get(OutboxService).publish({ type: 'order.paid', exchange: 'elsewhere', routingKey: 'order.paid', payload: { orderId: other } }),
+        );
       const result = await kit.flush(deliver);
       expect(result.delivered).toBe(0);
       expect(transport.ofType('order.paid').some((message) => message.exchange === 'elsewhere')).toBe(true);

@@ -19,22 +19,26 @@ describe('Unroutable messages (mandatory flag)', () => {
 
   afterAll(() => app.close());
 
-  it('does not count a message no queue is bound for as sent, and delivers it once a queue is bound', async () => {
-    const { messageId } = await app.get(OrderPayments).pay(EXCHANGE);
-    const row = async () => {
-      const [found] = await database.sql(`SELECT status, attempts, last_error FROM {outbox_message} WHERE message_id = ?`, [messageId]);
-      return { ...found, attempts: Number(found.attempts) };
-    };
-    await waitUntil(async () => (await row()).attempts >= 2, 'two failed attempts');
-    expect(await row()).toMatchObject({ status: expect.stringMatching(/FAILED|PROCESSING/), last_error: expect.stringMatching(/UnroutableMessageError/) });
+  it(
+    'does not count a message no queue is bound for as sent, and delivers it once a queue is bound',
+    async () => {
+      const { messageId } = await app.get(OrderPayments).pay(EXCHANGE);
+      const row = async () => {
+        const [found] = await database.sql(`SELECT status, attempts, last_error FROM {outbox_message} WHERE message_id = ?`, [messageId]);
+        return { ...found, attempts: Number(found.attempts) };
+      };
+      await waitUntil(async () => (await row()).attempts >= 2, 'two failed attempts');
+      expect(await row()).toMatchObject({ status: expect.stringMatching(/FAILED|PROCESSING/), last_error: expect.stringMatching(/UnroutableMessageError/) });
 
-    const probe = await QueueProbe.bind(EXCHANGE, 'order.paid', `${EXCHANGE}.probe`);
-    try {
-      await probe.waitFor(1);
-      expect(probe.messageIds).toEqual([messageId]);
-      await waitUntil(async () => (await row()).status === 'DONE', 'the row is DONE');
-    } finally {
-      await probe.close();
-    }
-  }, timeoutFor(3 * WAIT_TIMEOUT_MS));
+      const probe = await QueueProbe.bind(EXCHANGE, 'order.paid', `${EXCHANGE}.probe`);
+      try {
+        await probe.waitFor(1);
+        expect(probe.messageIds).toEqual([messageId]);
+        await waitUntil(async () => (await row()).status === 'DONE', 'the row is DONE');
+      } finally {
+        await probe.close();
+      }
+    },
+    timeoutFor(3 * WAIT_TIMEOUT_MS),
+  );
 });

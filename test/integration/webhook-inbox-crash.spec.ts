@@ -103,41 +103,46 @@ describe('@WebhookInbox and a crash between storing a request and answering it (
     const [row] = await database.sql(`SELECT status, attempts FROM {inbox_message} WHERE consumer = ? AND message_id = ?`, ['payments', messageId]);
     return row && { ...row, attempts: Number(row.attempts) };
   };
-  const count = async (table: string, messageId: string) => Number((await database.sql(`SELECT count(*) AS n FROM {${table}} WHERE message_id = ?`, [messageId]))[0].n);
+  const count = async (table: string, messageId: string) =>
+    Number((await database.sql(`SELECT count(*) AS n FROM {${table}} WHERE message_id = ?`, [messageId]))[0].n);
 
-  it('answers 200 to the resend of a request stored just before the crash, and applies its effect once', async () => {
-    const crashing = await startWebhookChild({ database: { kind: database.kind, name: database.name } });
-    const id = `msg_${randomUUID()}`;
-    const body = JSON.stringify({ orderId: 1 });
+  it(
+    'answers 200 to the resend of a request stored just before the crash, and applies its effect once',
+    async () => {
+      const crashing = await startWebhookChild({ database: { kind: database.kind, name: database.name } });
+      const id = `msg_${randomUUID()}`;
+      const body = JSON.stringify({ orderId: 1 });
 
-    // The sender gets no answer: the connection closes under it.
-    const failure = (await send(crashing.url, id, body).then(
-      (response) => new Error(`answered ${response.status}${crashing.diagnostics()}`),
-      (error: unknown) => error,
-    )) as Error & { cause?: { code?: string } };
-    // fetch's TypeError is of Node's realm, not jest's: compared by name.
-    expect({ name: failure.name, message: failure.message }).toEqual({ name: 'TypeError', message: 'fetch failed' });
-    expect(failure.cause?.code).toMatch(/^(UND_ERR_SOCKET|ECONNRESET)$/);
-    expect(await crashing.exited).toEqual({ code: null, signal: 'SIGKILL' });
-    // The process died after the row committed; nothing ran it (the child runs no inbox worker).
-    expect(await inboxRow(id)).toMatchObject({ status: 'PENDING', attempts: 0 });
-    expect(await count('test_effect', id)).toBe(0);
+      // The sender gets no answer: the connection closes under it.
+      const failure = (await send(crashing.url, id, body).then(
+        (response) => new Error(`answered ${response.status}${crashing.diagnostics()}`),
+        (error: unknown) => error,
+      )) as Error & { cause?: { code?: string } };
+      // fetch's TypeError is of Node's realm, not jest's: compared by name.
+      expect({ name: failure.name, message: failure.message }).toEqual({ name: 'TypeError', message: 'fetch failed' });
+      expect(failure.cause?.code).toMatch(/^(UND_ERR_SOCKET|ECONNRESET)$/);
+      expect(await crashing.exited).toEqual({ code: null, signal: 'SIGKILL' });
+      // The process died after the row committed; nothing ran it (the child runs no inbox worker).
+      expect(await inboxRow(id)).toMatchObject({ status: 'PENDING', attempts: 0 });
+      expect(await count('test_effect', id)).toBe(0);
 
-    // The service restarts, and the sender, having had no answer, sends the webhook again.
-    let url: string;
-    ({ app, url } = await createTestHttpApp({ database, outbox: { pollIntervalMs: 50 }, controllers: [PaymentWebhooks] }));
-    const resent = await send(url, id, body);
-    expect(resent.status).toBe(200);
-    expect(await resent.json()).toEqual({ received: true });
-    await waitUntil(async () => (await inboxRow(id))?.status === 'DONE', 'the stored request is processed');
+      // The service restarts, and the sender, having had no answer, sends the webhook again.
+      let url: string;
+      ({ app, url } = await createTestHttpApp({ database, outbox: { pollIntervalMs: 50 }, controllers: [PaymentWebhooks] }));
+      const resent = await send(url, id, body);
+      expect(resent.status).toBe(200);
+      expect(await resent.json()).toEqual({ received: true });
+      await waitUntil(async () => (await inboxRow(id))?.status === 'DONE', 'the stored request is processed');
 
-    // A later webhook, processed after it, shows nothing more of the first is on its way.
-    const marker = `msg_${randomUUID()}`;
-    expect((await send(url, marker, JSON.stringify({ orderId: 2 }))).status).toBe(200);
-    await waitUntil(async () => (await inboxRow(marker))?.status === 'DONE', 'a later webhook is processed');
-    await app.get(InboxWorker).drain();
-    expect(await count('test_effect', id)).toBe(1);
-    expect(await count('inbox_message', id)).toBe(1);
-    expect(await inboxRow(id)).toEqual({ status: 'DONE', attempts: 0 });
-  }, timeoutFor(2 * STARTUP_TIMEOUT_MS, 4 * WAIT_TIMEOUT_MS));
+      // A later webhook, processed after it, shows nothing more of the first is on its way.
+      const marker = `msg_${randomUUID()}`;
+      expect((await send(url, marker, JSON.stringify({ orderId: 2 }))).status).toBe(200);
+      await waitUntil(async () => (await inboxRow(marker))?.status === 'DONE', 'a later webhook is processed');
+      await app.get(InboxWorker).drain();
+      expect(await count('test_effect', id)).toBe(1);
+      expect(await count('inbox_message', id)).toBe(1);
+      expect(await inboxRow(id)).toEqual({ status: 'DONE', attempts: 0 });
+    },
+    timeoutFor(2 * STARTUP_TIMEOUT_MS, 4 * WAIT_TIMEOUT_MS),
+  );
 });

@@ -24,16 +24,20 @@ function runFixture(args: string[]): Promise<{ code: number | null; stdout: stri
 describe('an application with webhooks and HTTP delivery only', () => {
   beforeAll(() => database.reset(), timeoutFor(STARTUP_TIMEOUT_MS));
 
-  it('needs neither golevelup nor amqplib installed', async () => {
-    const run = await runFixture([
-      '-r',
-      resolve(ROOT, 'test/fixtures/hide-rabbitmq.ts'),
-      resolve(ROOT, 'test/fixtures/webhooks-only-process.ts'),
-      JSON.stringify({ kind: database.kind, name: database.name }),
-    ]);
-    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.not.stringMatching(/golevelup|amqplib|MODULE_NOT_FOUND/) });
-    expect(run.stdout).toMatch(/^RABBITMQ_HIDDEN$/m);
-    expect(run.stdout).toMatch(/^DELIVERED \{"orderId":77\}$/m);
-    expect(Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = 77`))[0].n)).toBe(1);
-  }, timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS));
+  it(
+    'needs neither golevelup nor amqplib installed',
+    async () => {
+      const run = await runFixture([
+        '-r',
+        resolve(ROOT, 'test/fixtures/hide-rabbitmq.ts'),
+        resolve(ROOT, 'test/fixtures/webhooks-only-process.ts'),
+        JSON.stringify({ kind: database.kind, name: database.name }),
+      ]);
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.not.stringMatching(/golevelup|amqplib|MODULE_NOT_FOUND/) });
+      expect(run.stdout).toMatch(/^RABBITMQ_HIDDEN$/m);
+      expect(run.stdout).toMatch(/^DELIVERED \{"orderId":77\}$/m);
+      expect(Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = 77`))[0].n)).toBe(1);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
 });

@@ -26,7 +26,8 @@ export async function runExclusively(database: TestDatabase, timeoutMs = 45_000)
   const deadline = Date.now() + timeoutMs;
   try {
     while (!(await lock.tryLock())) {
-      if (Date.now() > deadline) throw new Error(`another run of the tests that use "${database.name}" on ${database.kind} did not finish within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`another run of the tests that use "${database.name}" on ${database.kind} did not finish within ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   } catch (error) {

@@ -74,7 +74,9 @@ function createConsumerClass(config: InboxFixtureConfig, consumer: { name: strin
       const attempt = (attempts.get(key) ?? 0) + 1;
       attempts.set(key, attempt);
       if (event.holdMs) await new Promise((resolve) => setTimeout(resolve, event.holdMs));
-      await this.txHost.tx.getRepository(TestEffect).insert({ consumer: consumer.name, orderId: event.orderId, messageId: message.properties.messageId ?? null });
+      await this.txHost.tx
+        .getRepository(TestEffect)
+        .insert({ consumer: consumer.name, orderId: event.orderId, messageId: message.properties.messageId ?? null });
       for (const kind of ['reserved', 'notified']) {
         await this.outbox.publish({
           type: `inventory.${kind}`,

@@ -34,19 +34,15 @@ function cleanText(maxLength: number, minLength: number): Arbitrary<string> {
 
 /** Clean text with a NUL or a lone surrogate put in somewhere. */
 function brokenText(maxLength: number): Arbitrary<string> {
-  return fc
-    .tuple(cleanText(maxLength, 0), fc.oneof(loneSurrogate, fc.constant('\u0000')), fc.nat())
-    .map(([text, bad, at]) => {
-      const cut = text.length === 0 ? 0 : at % (text.length + 1);
-      return text.slice(0, cut) + bad + text.slice(cut);
-    });
+  return fc.tuple(cleanText(maxLength, 0), fc.oneof(loneSurrogate, fc.constant('\u0000')), fc.nat()).map(([text, bad, at]) => {
+    const cut = text.length === 0 ? 0 : at % (text.length + 1);
+    return text.slice(0, cut) + bad + text.slice(cut);
+  });
 }
 
 /** One character repeated to around 255 bytes or code points, so that lengths near each limit come up. */
 function limitText(): Arbitrary<string> {
-  return fc
-    .tuple(fc.constantFrom('a', 'é', '€', '😀', '\u{10FFFF}'), fc.integer({ min: 50, max: 260 }))
-    .map(([character, count]) => character.repeat(count));
+  return fc.tuple(fc.constantFrom('a', 'é', '€', '😀', '\u{10FFFF}'), fc.integer({ min: 50, max: 260 })).map(([character, count]) => character.repeat(count));
 }
 
 /** Text of a field; `nonEmpty` for fields where the empty string is refused (and generated only rarely). */
@@ -66,15 +62,32 @@ const headerNumber: Arbitrary<number> = fc.oneof(
   { weight: 1, arbitrary: fc.double() },
   { weight: 1, arbitrary: fc.double({ min: -(2 ** 64), max: 2 ** 64 }) },
   { weight: 1, arbitrary: fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }).map(Number) },
-  fc.constantFrom(127, 128, -128, -129, 32_768, -32_769, 2 ** 31, -(2 ** 31) - 1, 2 ** 50, 2 ** 50 + 0.5, -(2 ** 52) - 0.5, 2 ** 53 + 2, -(2 ** 63), -(2 ** 63) - 4_096, 2 ** 63, -1e20, 1e300, -1e300, 5e-324),
+  fc.constantFrom(
+    127,
+    128,
+    -128,
+    -129,
+    32_768,
+    -32_769,
+    2 ** 31,
+    -(2 ** 31) - 1,
+    2 ** 50,
+    2 ** 50 + 0.5,
+    -(2 ** 52) - 0.5,
+    2 ** 53 + 2,
+    -(2 ** 63),
+    -(2 ** 63) - 4_096,
+    2 ** 63,
+    -1e20,
+    1e300,
+    -1e300,
+    5e-324,
+  ),
 );
 
 const SPECIAL_NAMES = ['CC', 'BCC', '__proto__', 'hasOwnProperty', '!', 'value', 'constructor', 'toString', ''];
 
-const headerName: Arbitrary<string> = fc.oneof(
-  { weight: 12, arbitrary: text(20) },
-  { weight: 1, arbitrary: fc.constantFrom(...SPECIAL_NAMES) },
-);
+const headerName: Arbitrary<string> = fc.oneof({ weight: 12, arbitrary: text(20) }, { weight: 1, arbitrary: fc.constantFrom(...SPECIAL_NAMES) });
 
 const headerLeaf: Arbitrary<unknown> = fc.oneof(
   { weight: 12, arbitrary: text(40) },
@@ -84,7 +97,10 @@ const headerLeaf: Arbitrary<unknown> = fc.oneof(
   { weight: 2, arbitrary: fc.constant(undefined) },
   { weight: 2, arbitrary: fc.date() },
   // Around the 64 KiB of a header table.
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('x', 'é'), fc.integer({ min: 20_000, max: 70_000 })).map(([c, bytes]) => c.repeat(bytes / Buffer.byteLength(c))) },
+  {
+    weight: 1,
+    arbitrary: fc.tuple(fc.constantFrom('x', 'é'), fc.integer({ min: 20_000, max: 70_000 })).map(([c, bytes]) => c.repeat(bytes / Buffer.byteLength(c))),
+  },
   // Around the nesting limit of 100 levels.
   { weight: 1, arbitrary: fc.integer({ min: 95, max: 102 }).map(nested) },
 );
@@ -118,7 +134,10 @@ export const payload: Arbitrary<unknown> = fc.oneof(
 );
 
 const maxAttempts: Arbitrary<number | undefined> = fc.option(
-  fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 1_000 }) }, { weight: 1, arbitrary: fc.constantFrom(0, -1, 1_001, 1.5, 2 ** 31, 3e9, Number.NaN) }),
+  fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 1, max: 1_000 }) },
+    { weight: 1, arbitrary: fc.constantFrom(0, -1, 1_001, 1.5, 2 ** 31, 3e9, Number.NaN) },
+  ),
   { nil: undefined },
 );
 

@@ -51,7 +51,8 @@ export function registerOpenTelemetrySdk(options: OpenTelemetrySdkOptions = {}):
             }),
           ],
         });
-  const tracerProvider = options.traces === false ? undefined : new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(new DiscardingSpanExporter(exports))] });
+  const tracerProvider =
+    options.traces === false ? undefined : new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(new DiscardingSpanExporter(exports))] });
   const registered = [
     ...(tracerProvider
       ? [

@@ -10,7 +10,10 @@ export class TcpProxy {
   private forwarding = true;
   private swallowing = false;
 
-  private constructor(private readonly server: Server, readonly port: number) {}
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
 
   static async start(targetHost: string, targetPort: number): Promise<TcpProxy> {
     let proxy!: TcpProxy;
@@ -75,7 +78,10 @@ export class TcpProxy {
       return;
     }
     const upstream = createConnection({ host, port });
-    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+    for (const [a, b] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
       this.sockets.add(a);
       a.on('error', () => b.destroy());
       a.on('close', () => {

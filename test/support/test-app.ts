@@ -90,7 +90,7 @@ export async function createTestHttpApp(options: TestAppOptions): Promise<{ app:
 
 async function createApp(options: TestAppOptions, http: boolean): Promise<INestApplicationContext> {
   const database = options.database ?? (options.schema ? testDatabase(options.schema, 'postgres') : undefined);
-  if (!database) throw new Error('createTestApp: pass the test file\'s database');
+  if (!database) throw new Error("createTestApp: pass the test file's database");
   const connectionName = options.connectionName ?? `test-app-${++appCount}`;
   // Kept, so that an application whose providers fail while being created can still close it.
   let dataSource: DataSource | undefined;
@@ -107,7 +107,10 @@ async function createApp(options: TestAppOptions, http: boolean): Promise<INestA
       }),
       TypeOrmModule.forRootAsync({
         useFactory: () =>
-          withDriverOptions({ ...database.dataSourceOptions({ sessionName: options.sessionName }), ...options.dataSource } as DataSourceOptions, options.driverOptions),
+          withDriverOptions(
+            { ...database.dataSourceOptions({ sessionName: options.sessionName }), ...options.dataSource } as DataSourceOptions,
+            options.driverOptions,
+          ),
         dataSourceFactory: async (dataSourceOptions) => (dataSource = new DataSource(dataSourceOptions!)).initialize(),
       }),
       TypeOrmModule.forFeature([TestOrder, TestEffect]),
@@ -146,7 +149,9 @@ async function createApp(options: TestAppOptions, http: boolean): Promise<INestA
     // application at all when a provider failed while being created (as start-up checks of the
     // tables do): close its connections here, so none outlives the test.
     if (dataSource?.isInitialized) await dataSource.destroy().catch(() => undefined);
-    await rabbitConnection(options.rabbit?.name ?? connectionName)?.managedConnection.close().catch(() => undefined);
+    await rabbitConnection(options.rabbit?.name ?? connectionName)
+      ?.managedConnection.close()
+      .catch(() => undefined);
     throw error;
   }
 }

@@ -23,7 +23,15 @@ describe('checkedFilter()', () => {
     const createdAfter = new Date('2024-01-01T00:00:00Z');
     const createdBefore = new Date('2024-01-02T00:00:00Z');
     expect(
-      checkedFilter('outbox', { status: FAILED, type: 'order.paid', bizKey: 'order-1', transport: 'partner', errorContains: '50%', createdAfter, createdBefore }),
+      checkedFilter('outbox', {
+        status: FAILED,
+        type: 'order.paid',
+        bizKey: 'order-1',
+        transport: 'partner',
+        errorContains: '50%',
+        createdAfter,
+        createdBefore,
+      }),
     ).toEqual({ statuses: [FAILED], type: 'order.paid', bizKey: 'order-1', transport: 'partner', errorContains: '50%', createdAfter, createdBefore });
   });
 

@@ -14,13 +14,24 @@ function problemsOf(input: object): string[] {
 
 describe('claimLeaseMs', () => {
   it('leaves the four options at their defaults when unset', () => {
-    expect(validateOutboxOptions({})).toMatchObject({ claimLeaseMs: undefined, stuckReclaimAfterMs: 300_000, stuckWarnAfterMs: 60_000, stuckCheckIntervalMs: 30_000, sendTimeoutMs: 10_000 });
+    expect(validateOutboxOptions({})).toMatchObject({
+      claimLeaseMs: undefined,
+      stuckReclaimAfterMs: 300_000,
+      stuckWarnAfterMs: 60_000,
+      stuckCheckIntervalMs: 30_000,
+      sendTimeoutMs: 10_000,
+    });
   });
 
-  it('sets the four in the defaults\' proportions: a 300 s lease is the defaults', () => {
+  it("sets the four in the defaults' proportions: a 300 s lease is the defaults", () => {
     const { stuckReclaimAfterMs, stuckWarnAfterMs, stuckCheckIntervalMs, sendTimeoutMs } = validateOutboxOptions({});
     expect(validateOutboxOptions({ claimLeaseMs: 300_000 })).toMatchObject({ stuckReclaimAfterMs, stuckWarnAfterMs, stuckCheckIntervalMs, sendTimeoutMs });
-    expect(validateOutboxOptions({ claimLeaseMs: 30_000 })).toMatchObject({ stuckReclaimAfterMs: 30_000, stuckWarnAfterMs: 6_000, stuckCheckIntervalMs: 3_000, sendTimeoutMs: 1_000 });
+    expect(validateOutboxOptions({ claimLeaseMs: 30_000 })).toMatchObject({
+      stuckReclaimAfterMs: 30_000,
+      stuckWarnAfterMs: 6_000,
+      stuckCheckIntervalMs: 3_000,
+      sendTimeoutMs: 1_000,
+    });
   });
 
   it('keeps what is set explicitly', () => {

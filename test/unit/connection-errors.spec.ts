@@ -11,17 +11,26 @@ const wrapped = (error: Error) => new QueryFailedError('INSERT INTO inbox_messag
 
 describe('isConnectionError', () => {
   it.each([
-    ['pg: the session was terminated (pg_terminate_backend, server shutdown)', wrapped(driverError('terminating connection due to administrator command', { code: '57P01' }))],
+    [
+      'pg: the session was terminated (pg_terminate_backend, server shutdown)',
+      wrapped(driverError('terminating connection due to administrator command', { code: '57P01' })),
+    ],
     ['pg: the next query on that client', wrapped(driverError('Connection terminated unexpectedly'))],
     ['pg: the server refused the connection', driverError('connect ECONNREFUSED 127.0.0.1:5432', { code: 'ECONNREFUSED' })],
     ['pg: too many connections', wrapped(driverError('sorry, too many clients already', { code: '53300' }))],
     ['pg: the pool timed out waiting for a client', driverError('timeout exceeded when trying to connect')],
     ['pg: a connection exception', wrapped(driverError('connection failure', { code: '08006' }))],
-    ['mysql2: the server closed the connection', wrapped(driverError('Connection lost: The server closed the connection.', { code: 'PROTOCOL_CONNECTION_LOST', fatal: true }))],
+    [
+      'mysql2: the server closed the connection',
+      wrapped(driverError('Connection lost: The server closed the connection.', { code: 'PROTOCOL_CONNECTION_LOST', fatal: true })),
+    ],
     ['mysql2: the next query on that connection', wrapped(driverError("Can't add new command when connection is in closed state", { fatal: true }))],
     ['mysql2: the server refused the connection', driverError('connect ECONNREFUSED 127.0.0.1:3306', { code: 'ECONNREFUSED', fatal: true })],
     ['MariaDB: the connection was killed', wrapped(driverError('Connection was killed', { code: 'ER_CONNECTION_KILLED', errno: 1927 }))],
-    ['mysql: a read-only server after a failover', wrapped(driverError('The MySQL server is running with the --read-only option', { code: 'ER_OPTION_PREVENTS_STATEMENT' }))],
+    [
+      'mysql: a read-only server after a failover',
+      wrapped(driverError('The MySQL server is running with the --read-only option', { code: 'ER_OPTION_PREVENTS_STATEMENT' })),
+    ],
     ['better-sqlite3: a closed database', wrapped(new TypeError('The database connection is not open'))],
     ['better-sqlite3: an I/O error', wrapped(driverError('disk I/O error', { code: 'SQLITE_IOERR_WRITE' }))],
     ['better-sqlite3: a full disk', wrapped(driverError('database or disk is full', { code: 'SQLITE_FULL' }))],

@@ -87,9 +87,13 @@ describe('callAsNest', () => {
 
   it('fails as the method fails: thrown, rejected, or through its Observable', async () => {
     await expect(
-      callAsNest(() => {
-        throw new Error('thrown');
-      }, undefined, []),
+      callAsNest(
+        () => {
+          throw new Error('thrown');
+        },
+        undefined,
+        [],
+      ),
     ).rejects.toThrow('thrown');
     await expect(callAsNest(async () => Promise.reject(new Error('rejected')), undefined, [])).rejects.toThrow('rejected');
     await expect(callAsNest(() => throwError(() => new Error('errored')), undefined, [])).rejects.toThrow('errored');

@@ -34,7 +34,10 @@ describe('ExchangeRegistry', () => {
   });
 
   it('gives up on a check the broker leaves unanswered as unavailable, and checks afresh next time', async () => {
-    let answers: Array<() => Promise<unknown>> = [() => new Promise(() => undefined), () => Promise.reject(Object.assign(new Error('NOT_FOUND'), { code: 404 }))];
+    let answers: Array<() => Promise<unknown>> = [
+      () => new Promise(() => undefined),
+      () => Promise.reject(Object.assign(new Error('NOT_FOUND'), { code: 404 })),
+    ];
     const { model, checks } = connection(() => answers.shift()!());
     const registry = new ExchangeRegistry(50);
     await expect(registry.exists(model, 'typo')).rejects.toBeInstanceOf(TransportUnavailableError);

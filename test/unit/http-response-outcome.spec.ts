@@ -102,38 +102,67 @@ describe('retryAfterMs', () => {
   });
 
   it('ignores what is neither delta-seconds nor a date', () => {
-    for (const garbage of ['', '   ', 'soon', 'now', 'Infinity', 'NaN', '-5', '+5', '1.5', '1e3', '0x10', '5s', '12345678901', '1 2', 'Tue 2099', 'foo 2', 'Tue, 01 Jan 2030 00:01:30', 'Tue, 01 Jan 2030 00:01:30 +0100', '2030-01-01T00:01:30Z']) {
+    for (const garbage of [
+      '',
+      '   ',
+      'soon',
+      'now',
+      'Infinity',
+      'NaN',
+      '-5',
+      '+5',
+      '1.5',
+      '1e3',
+      '0x10',
+      '5s',
+      '12345678901',
+      '1 2',
+      'Tue 2099',
+      'foo 2',
+      'Tue, 01 Jan 2030 00:01:30',
+      'Tue, 01 Jan 2030 00:01:30 +0100',
+      '2030-01-01T00:01:30Z',
+    ]) {
       expect(retryAfterMs(garbage, NOW)).toBeUndefined();
     }
   });
 
   it('never throws and never returns a negative or non-finite wait, whatever the header holds', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ unit: 'grapheme', maxLength: 80 })), fc.integer({ min: 0, max: 4e12 }), (value, now) => {
-        const ms = retryAfterMs(value, now);
-        return ms === undefined || (Number.isFinite(ms) && ms >= 0);
-      }),
+      fc.property(
+        fc.oneof(fc.string({ unit: 'binary', maxLength: 80 }), fc.string({ unit: 'grapheme', maxLength: 80 })),
+        fc.integer({ min: 0, max: 4e12 }),
+        (value, now) => {
+          const ms = retryAfterMs(value, now);
+          return ms === undefined || (Number.isFinite(ms) && ms >= 0);
+        },
+      ),
       { numRuns: 2_000 },
     );
   });
 
   it('turns any delta-seconds into as many thousand milliseconds', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 9_999_999_999 }), fc.constantFrom('', ' ', '\t'), (seconds, pad) => retryAfterMs(`${pad}${seconds}${pad}`, NOW) === seconds * 1_000),
+      fc.property(
+        fc.integer({ min: 0, max: 9_999_999_999 }),
+        fc.constantFrom('', ' ', '\t'),
+        (seconds, pad) => retryAfterMs(`${pad}${seconds}${pad}`, NOW) === seconds * 1_000,
+      ),
     );
   });
 
   it('turns any HTTP date into the wait until it, 0 once it has passed', () => {
     const dates = fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('2200-01-01T00:00:00Z'), noInvalidDate: true });
-    fc.assert(
-      fc.property(dates, (date) => retryAfterMs(date.toUTCString(), NOW) === Math.max(0, Math.floor(date.getTime() / 1_000) * 1_000 - NOW)),
-    );
+    fc.assert(fc.property(dates, (date) => retryAfterMs(date.toUTCString(), NOW) === Math.max(0, Math.floor(date.getTime() / 1_000) * 1_000 - NOW)));
   });
 
   it('ignores numbers of any other shape: signed, fractional, in exponent form, or with a unit', () => {
     const numbers = fc.oneof(
       fc.integer({ min: 1, max: 1e9 }).map((n) => `-${n}`),
-      fc.double({ noNaN: true, noDefaultInfinity: true }).filter((x) => !Number.isInteger(x)).map(String),
+      fc
+        .double({ noNaN: true, noDefaultInfinity: true })
+        .filter((x) => !Number.isInteger(x))
+        .map(String),
       fc.integer({ min: 0, max: 1e6 }).map((n) => `${n}.0`),
       fc.integer({ min: 0, max: 1e6 }).chain((n) => fc.constantFrom(`${n}s`, `${n} s`, `${n}ms`, `${n}e2`, `${n},5`)),
     );
@@ -143,7 +172,8 @@ describe('retryAfterMs', () => {
 
 describe('httpTransportOptionProblems', () => {
   const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-  const problemsOf = (endpoint: Partial<HttpEndpoint>) => httpTransportOptionProblems({ endpoints: { partner: { url: 'https://partner.example/hooks', ...endpoint } } });
+  const problemsOf = (endpoint: Partial<HttpEndpoint>) =>
+    httpTransportOptionProblems({ endpoints: { partner: { url: 'https://partner.example/hooks', ...endpoint } } });
 
   it('accepts http and https endpoints with headers, a timeout and a secret', () => {
     expect(problemsOf({ headers: { authorization: 'Bearer t', 'X-Tenant': 'a' }, timeoutMs: 500, secret: SECRET })).toEqual([]);
@@ -159,8 +189,10 @@ describe('httpTransportOptionProblems', () => {
   });
 
   it('names a URL that is not absolute http or https', () => {
-    for (const url of ['not a url', '/hooks', '', undefined]) expect(problemsOf({ url: url })).toEqual(['endpoints.partner.url must be an absolute http: or https: URL']);
-    for (const url of ['ftp://partner.example/hooks', 'file:///etc/passwd', 'javascript:alert(1)']) expect(problemsOf({ url })).toEqual(['endpoints.partner.url must be an http: or https: URL']);
+    for (const url of ['not a url', '/hooks', '', undefined])
+      expect(problemsOf({ url: url })).toEqual(['endpoints.partner.url must be an absolute http: or https: URL']);
+    for (const url of ['ftp://partner.example/hooks', 'file:///etc/passwd', 'javascript:alert(1)'])
+      expect(problemsOf({ url })).toEqual(['endpoints.partner.url must be an http: or https: URL']);
   });
 
   it('refuses credentials in the URL without quoting them', () => {
@@ -175,7 +207,20 @@ describe('httpTransportOptionProblems', () => {
     expect(problemsOf({ headers: { 'bad name': 'x' } })).toEqual(['endpoints.partner.headers: "bad name" is not an HTTP header name']);
     expect(problemsOf({ headers: { '': 'x' } })).toEqual(['endpoints.partner.headers: "" is not an HTTP header name']);
     expect(problemsOf({ headers: { 'x:y': 'x' } })).toEqual(['endpoints.partner.headers: "x:y" is not an HTTP header name']);
-    for (const name of ['Content-Type', 'content-length', 'Host', 'webhook-id', 'Webhook-Timestamp', 'webhook-signature', 'Idempotency-Key', 'Transfer-Encoding', 'expect', 'Upgrade', 'keep-alive', 'connection']) {
+    for (const name of [
+      'Content-Type',
+      'content-length',
+      'Host',
+      'webhook-id',
+      'Webhook-Timestamp',
+      'webhook-signature',
+      'Idempotency-Key',
+      'Transfer-Encoding',
+      'expect',
+      'Upgrade',
+      'keep-alive',
+      'connection',
+    ]) {
       expect(problemsOf({ headers: { [name]: 'x' } })).toEqual([`endpoints.partner.headers: ${name} is set by the transport`]);
     }
   });
@@ -232,7 +277,9 @@ describe('httpTransportOptionProblems', () => {
     const secret = 'whsec_this is not base64 but it is secret';
     const declare = () => HttpOutboxTransport.for({ endpoints: { partner: { url: 'ftp://partner.example', secret } } });
     expect(declare).toThrow(OutboxOptionsError);
-    expect(declare).toThrow(/HttpOutboxTransport endpoints\.partner\.url must be an http: or https: URL; HttpOutboxTransport endpoints\.partner\.secret is not base64/);
+    expect(declare).toThrow(
+      /HttpOutboxTransport endpoints\.partner\.url must be an http: or https: URL; HttpOutboxTransport endpoints\.partner\.secret is not base64/,
+    );
     try {
       declare();
     } catch (error) {

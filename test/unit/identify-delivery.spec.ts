@@ -27,7 +27,9 @@ describe('identifyDelivery', () => {
       messageId: 'm-1',
       bizKey: 'order-1:paid',
     });
-    expect(identifyDelivery(withBizKey, { orderId: 1 }, message('{}', { type: 'order.paid' }), 1_000).row.messageId).toBe(bizKeyMessageId('order.paid', 'order-1:paid'));
+    expect(identifyDelivery(withBizKey, { orderId: 1 }, message('{}', { type: 'order.paid' }), 1_000).row.messageId).toBe(
+      bizKeyMessageId('order.paid', 'order-1:paid'),
+    );
     expect(identifyDelivery(withBizKey, { orderId: 1 }, message('{}'), 1_000).row).toMatchObject({ type: '', messageId: bizKeyMessageId('', 'order-1:paid') });
     // Two facts whose text runs together the same way get ids of their own.
     expect(bizKeyMessageId('order:paid', '42')).not.toBe(bizKeyMessageId('order', 'paid:42'));
@@ -54,7 +56,12 @@ describe('identifyDelivery', () => {
   });
 
   it('rejects a bizKey extractor that throws, and over-long keys', () => {
-    const throwing = { ...handler, bizKey: () => { throw new Error('no order id'); } };
+    const throwing = {
+      ...handler,
+      bizKey: () => {
+        throw new Error('no order id');
+      },
+    };
     expect(identifyDelivery(throwing, {}, message('{}', { messageId: 'm-4' }), 1_000).rejection).toMatch(/bizKey extractor threw: Error: no order id/);
     const long = identifyDelivery(handler, {}, message('{}', { messageId: 'm'.repeat(300) }), 1_000);
     expect(long.rejection).toMatch(/messageId is longer than 255/);

@@ -5,7 +5,11 @@ import { isRedelivery } from '../../lib/inbox/redelivery';
 
 const handler: InboxHandlerDefinition = { consumer: 'inventory', mode: 'transactional', maxAttempts: 5, invoke: async () => undefined };
 
-function message(body: string | Buffer, properties: Partial<ConsumeMessage['properties']> = {}, fields: Partial<ConsumeMessage['fields']> = {}): ConsumeMessage {
+function message(
+  body: string | Buffer,
+  properties: Partial<ConsumeMessage['properties']> = {},
+  fields: Partial<ConsumeMessage['fields']> = {},
+): ConsumeMessage {
   return {
     content: Buffer.isBuffer(body) ? body : Buffer.from(body),
     fields: { exchange: 'orders', routingKey: 'order.paid', deliveryTag: 1, redelivered: false, consumerTag: 'c', ...fields },
@@ -35,7 +39,12 @@ describe('identifyDelivery with identity text the inbox cannot store', () => {
   });
 
   it('processes a delivery with a NUL in its exchange or routing key, storing them replaced', () => {
-    const { row, rejection } = identifyDelivery(handler, {}, message('{}', { messageId: 'm-4' }, { exchange: 'ord\u0000ers', routingKey: 'order\u0000.paid' }), 1_000);
+    const { row, rejection } = identifyDelivery(
+      handler,
+      {},
+      message('{}', { messageId: 'm-4' }, { exchange: 'ord\u0000ers', routingKey: 'order\u0000.paid' }),
+      1_000,
+    );
     expect(rejection).toBeUndefined();
     expect(row).toMatchObject({ exchange: 'ord\uFFFDers', routingKey: 'order\uFFFD.paid' });
   });

@@ -43,7 +43,12 @@ function refusalOf(identified: IdentifiedWebhook) {
 
 /** Text every database stores as given in a varchar(255) column. */
 function expectStorable(column: string, value: string): void {
-  expect({ column, nul: value.includes('\u0000'), wellFormed: isWellFormed(value), fits: value.length <= KEY_MAX }).toEqual({ column, nul: false, wellFormed: true, fits: true });
+  expect({ column, nul: value.includes('\u0000'), wellFormed: isWellFormed(value), fits: value.length <= KEY_MAX }).toEqual({
+    column,
+    nul: false,
+    wellFormed: true,
+    fits: true,
+  });
 }
 
 describe('identifyWebhook', () => {
@@ -70,7 +75,10 @@ describe('identifyWebhook', () => {
   it('takes a numeric body field as the id, and refuses an object or an array there', () => {
     const byField = definitionOf({ messageId: { bodyField: 'data.id' } });
     expect(rowOf(identifyWebhook(byField, json({ data: { id: 42 } }))).messageId).toBe('42');
-    expect(refusalOf(identifyWebhook(byField, json({ data: { id: { nested: 'x' } } })))).toEqual({ status: 400, reason: 'messageId is a object, not a string' });
+    expect(refusalOf(identifyWebhook(byField, json({ data: { id: { nested: 'x' } } })))).toEqual({
+      status: 400,
+      reason: 'messageId is a object, not a string',
+    });
     expect(refusalOf(identifyWebhook(byField, json({ data: { id: ['a'] } }))).status).toBe(400);
     expect(refusalOf(identifyWebhook(byField, json({ data: { id: true } })))).toEqual({ status: 400, reason: 'messageId is a boolean, not a string' });
   });
@@ -78,17 +86,33 @@ describe('identifyWebhook', () => {
   it('refuses with 400, naming the cause, an id with a NUL, a lone surrogate, or more than 255 characters', () => {
     const byHeader = definitionOf({});
     const byField = definitionOf({ messageId: { bodyField: 'id' } });
-    expect(refusalOf(identifyWebhook(byHeader, json({}, { 'webhook-id': 'msg\u0000' })))).toEqual({ status: 400, reason: expect.stringMatching(/^messageId contains a NUL .*"msg\\u0000"$/) });
-    expect(refusalOf(identifyWebhook(byField, json({ id: 'msg\ud800' })))).toEqual({ status: 400, reason: expect.stringMatching(/^messageId is not well-formed Unicode/) });
-    expect(refusalOf(identifyWebhook(byHeader, json({}, { 'webhook-id': 'x'.repeat(256) })))).toEqual({ status: 400, reason: 'messageId is longer than 255 characters' });
+    expect(refusalOf(identifyWebhook(byHeader, json({}, { 'webhook-id': 'msg\u0000' })))).toEqual({
+      status: 400,
+      reason: expect.stringMatching(/^messageId contains a NUL .*"msg\\u0000"$/),
+    });
+    expect(refusalOf(identifyWebhook(byField, json({ id: 'msg\ud800' })))).toEqual({
+      status: 400,
+      reason: expect.stringMatching(/^messageId is not well-formed Unicode/),
+    });
+    expect(refusalOf(identifyWebhook(byHeader, json({}, { 'webhook-id': 'x'.repeat(256) })))).toEqual({
+      status: 400,
+      reason: 'messageId is longer than 255 characters',
+    });
     expect(rowOf(identifyWebhook(byHeader, json({}, { 'webhook-id': 'x'.repeat(255) }))).messageId).toHaveLength(255);
   });
 
   it('dedupes by type and bizKey when there is no id, under an id that fits the column whatever their length', () => {
     const definition = definitionOf({ type: 'order.paid', bizKey: (request) => (request.body as { fact?: string }).fact, messageId: () => undefined });
-    expect(rowOf(identifyWebhook(definition, json({ fact: 'order-7' })))).toMatchObject({ messageId: bizKeyMessageId('order.paid', 'order-7'), type: 'order.paid', bizKey: 'order-7' });
+    expect(rowOf(identifyWebhook(definition, json({ fact: 'order-7' })))).toMatchObject({
+      messageId: bizKeyMessageId('order.paid', 'order-7'),
+      type: 'order.paid',
+      bizKey: 'order-7',
+    });
     expect(rowOf(identifyWebhook(definition, json({ fact: 'f'.repeat(250) }))).messageId).toBe(bizKeyMessageId('order.paid', 'f'.repeat(250)));
-    expect(refusalOf(identifyWebhook(definition, json({})))).toEqual({ status: 400, reason: expect.stringMatching(/no message id \(from the messageId function\) and no bizKey/) });
+    expect(refusalOf(identifyWebhook(definition, json({})))).toEqual({
+      status: 400,
+      reason: expect.stringMatching(/no message id \(from the messageId function\) and no bizKey/),
+    });
   });
 
   it('refuses with 400 a body that is not UTF-8, holds a NUL, or is not the JSON its content type says', () => {
@@ -99,7 +123,9 @@ describe('identifyWebhook', () => {
       reason: 'the body is not UTF-8 text without NUL characters',
     });
     expect(refusalOf(identifyWebhook(definition, arrived({ ...id, 'content-type': 'text/plain' }, 'a\u0000b'))).status).toBe(400);
-    expect(refusalOf(identifyWebhook(definition, arrived({ ...id, 'content-type': 'application/json' }, '{"orderId": 1'))).reason).toMatch(/^the body is not valid JSON/);
+    expect(refusalOf(identifyWebhook(definition, arrived({ ...id, 'content-type': 'application/json' }, '{"orderId": 1'))).reason).toMatch(
+      /^the body is not valid JSON/,
+    );
   });
 
   it('counts the body limit in bytes: multi-byte characters within it by length but over it by bytes get 413', () => {
@@ -110,24 +136,59 @@ describe('identifyWebhook', () => {
       status: 413,
       reason: `the body has ${Buffer.byteLength(body)} bytes, more than the ${body.length + 10} that consumer "PaymentWebhooks.onPayment" takes`,
     });
-    expect(rowOf(identifyWebhook(definitionOf({ maxBodyBytes: Buffer.byteLength(body) }), json({ note: '€'.repeat(100) }, { 'webhook-id': 'msg_1' }))).payload).toBe(body);
+    expect(
+      rowOf(identifyWebhook(definitionOf({ maxBodyBytes: Buffer.byteLength(body) }), json({ note: '€'.repeat(100) }, { 'webhook-id': 'msg_1' }))).payload,
+    ).toBe(body);
   });
 
   it('refuses with 400, not an exception, an extractor that throws anything at all or returns something other than a string', () => {
     const request = json({ orderId: 1 }, { 'webhook-id': 'msg_1' });
-    const throwing = (thrown: unknown) => definitionOf({ bizKey: () => { throw thrown; } });
-    expect(refusalOf(identifyWebhook(throwing(new Error('no fact\nforged line')), request))).toEqual({ status: 400, reason: 'the bizKey extractor threw: Error: no fact\\u000aforged line' });
-    for (const thrown of [undefined, null, 'text', 42, Symbol('s'), Object.create(null), { toString: () => { throw new Error('no text'); } }]) {
+    const throwing = (thrown: unknown) =>
+      definitionOf({
+        bizKey: () => {
+          throw thrown;
+        },
+      });
+    expect(refusalOf(identifyWebhook(throwing(new Error('no fact\nforged line')), request))).toEqual({
+      status: 400,
+      reason: 'the bizKey extractor threw: Error: no fact\\u000aforged line',
+    });
+    for (const thrown of [
+      undefined,
+      null,
+      'text',
+      42,
+      Symbol('s'),
+      Object.create(null),
+      {
+        toString: () => {
+          throw new Error('no text');
+        },
+      },
+    ]) {
       expect(refusalOf(identifyWebhook(throwing(thrown), request)).reason).toMatch(/^the bizKey extractor threw: /);
     }
-    for (const [value, kind] of [[42, 'number'], [['a'], 'object'], [{ id: 'a' }, 'object'], [true, 'boolean'], [Symbol('s'), 'symbol'], [() => 'a', 'function']] as const) {
-      expect(refusalOf(identifyWebhook(definitionOf({ orderingKey: () => value as never }), request))).toEqual({ status: 400, reason: `orderingKey is a ${kind}, not a string` });
+    for (const [value, kind] of [
+      [42, 'number'],
+      [['a'], 'object'],
+      [{ id: 'a' }, 'object'],
+      [true, 'boolean'],
+      [Symbol('s'), 'symbol'],
+      [() => 'a', 'function'],
+    ] as const) {
+      expect(refusalOf(identifyWebhook(definitionOf({ orderingKey: () => value as never }), request))).toEqual({
+        status: 400,
+        reason: `orderingKey is a ${kind}, not a string`,
+      });
     }
   });
 
   it('reads only headers the request has, whatever their names: a kept or id header named like an object property is absent when not sent', () => {
     const definition = definitionOf({ headers: ['constructor', '__proto__', 'webhook-id'], messageId: { header: 'constructor' } });
-    expect(refusalOf(identifyWebhook(definition, json({})))).toEqual({ status: 400, reason: expect.stringMatching(/^the request has no message id \(from header "constructor"\)/) });
+    expect(refusalOf(identifyWebhook(definition, json({})))).toEqual({
+      status: 400,
+      reason: expect.stringMatching(/^the request has no message id \(from header "constructor"\)/),
+    });
     const row = rowOf(identifyWebhook(definition, json({}, { constructor: 'msg_1' })));
     expect(row.messageId).toBe('msg_1');
     expect(JSON.parse(row.headers)).toEqual({ 'content-type': 'application/json', constructor: 'msg_1' });
@@ -171,7 +232,13 @@ const headerValue: Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.oneof(fc.integer(), fc.double()) },
 );
 
-const CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'application/cloudevents+json', 'application/x-www-form-urlencoded', 'text/plain'];
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/cloudevents+json',
+  'application/x-www-form-urlencoded',
+  'text/plain',
+];
 
 const requestHeaders: Arbitrary<Record<string, unknown>> = fc
   .tuple(
@@ -191,20 +258,45 @@ const body: Arbitrary<string | Uint8Array> = fc.oneof(
   // Bytes that are mostly not UTF-8.
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 300 }) },
   // Multi-byte text around a small limit.
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom('a', 'é', '€', '😀'), fc.integer({ min: 0, max: 150 })).map(([character, count]) => `{"id":"${character.repeat(count)}"}`) },
-  { weight: 1, arbitrary: fc.constantFrom('id=%00', 'id=%FF%FE', 'id=a&id=b', '__proto__=x&id=1', 'id=' + '%F0%9F%98%80'.repeat(200), '{"id": 1', '\u0000', '\ufeff{"id":"x"}') },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.constantFrom('a', 'é', '€', '😀'), fc.integer({ min: 0, max: 150 }))
+      .map(([character, count]) => `{"id":"${character.repeat(count)}"}`),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      'id=%00',
+      'id=%FF%FE',
+      'id=a&id=b',
+      '__proto__=x&id=1',
+      'id=' + '%F0%9F%98%80'.repeat(200),
+      '{"id": 1',
+      '\u0000',
+      '\ufeff{"id":"x"}',
+    ),
+  },
   { weight: 1, arbitrary: hostileText },
 );
 
 /** An extractor as users write them, and as they go wrong. */
 const extractor: Arbitrary<(request: WebhookRequest) => unknown> = fc.oneof(
-  { weight: 2, arbitrary: fc.constantFrom<(request: WebhookRequest) => unknown>((request) => request.headers['x-fact'], (request) => (request.body as { fact?: unknown } | null)?.fact) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom<(request: WebhookRequest) => unknown>(
+      (request) => request.headers['x-fact'],
+      (request) => (request.body as { fact?: unknown } | null)?.fact,
+    ),
+  },
   { weight: 2, arbitrary: hostileValue.map((value) => () => value) },
   {
     weight: 1,
-    arbitrary: fc.constantFrom<unknown>(new Error('no fact'), 'text', undefined, null, Symbol('s'), Object.create(null), { toString: () => ({}) }).map((thrown) => () => {
-      throw thrown;
-    }),
+    arbitrary: fc
+      .constantFrom<unknown>(new Error('no fact'), 'text', undefined, null, Symbol('s'), Object.create(null), { toString: () => ({}) })
+      .map((thrown) => () => {
+        throw thrown;
+      }),
   },
 );
 
@@ -212,7 +304,14 @@ const options: Arbitrary<WebhookInboxOptions> = fc.record(
   {
     consumer: fc.string({ minLength: 1, maxLength: 200 }).map((name) => name.replace(/\u0000/g, 'n')),
     messageId: fc.oneof(
-      fc.constantFrom<WebhookInboxOptions['messageId']>({ header: 'webhook-id' }, { header: 'X-Id' }, { header: 'constructor' }, { bodyField: 'id' }, { bodyField: 'data.id' }, { bodyField: '0' }),
+      fc.constantFrom<WebhookInboxOptions['messageId']>(
+        { header: 'webhook-id' },
+        { header: 'X-Id' },
+        { header: 'constructor' },
+        { bodyField: 'id' },
+        { bodyField: 'data.id' },
+        { bodyField: '0' },
+      ),
       extractor as Arbitrary<(request: WebhookRequest) => string | undefined>,
     ),
     type: fc.oneof(hostileText, extractor as Arbitrary<(request: WebhookRequest) => string | undefined>),
@@ -283,7 +382,13 @@ describe('resolveWebhookInbox', () => {
   it('resolves defaults: the class and method as consumer, the webhook-id header, status 200, the Standard Webhooks headers kept', () => {
     const { definition, problems } = resolveWebhookInbox({ headers: ['X-Github-Delivery'] }, DEFAULTS, WHERE);
     expect(problems).toEqual([]);
-    expect(definition).toMatchObject({ consumer: 'PaymentWebhooks.onPayment', where: WHERE, messageIdSource: 'header "webhook-id"', maxAttempts: 5, maxBodyBytes: 1_048_576 });
+    expect(definition).toMatchObject({
+      consumer: 'PaymentWebhooks.onPayment',
+      where: WHERE,
+      messageIdSource: 'header "webhook-id"',
+      maxAttempts: 5,
+      maxBodyBytes: 1_048_576,
+    });
     expect([...definition!.keptHeaders].sort()).toEqual(['content-type', 'x-github-delivery']);
     expect([...definitionOf({}).keptHeaders].sort()).toEqual(['content-type', 'webhook-id', 'webhook-signature', 'webhook-timestamp']);
   });
@@ -320,7 +425,9 @@ describe('resolveWebhookInbox', () => {
   });
 
   it('refuses an option it does not know, a typo that would otherwise pass unnoticed', () => {
-    expect(resolveWebhookInbox({ maxAttempt: 3 } as WebhookInboxOptions, DEFAULTS, WHERE).problems).toEqual([`${WHERE}: maxAttempt is not an option of @WebhookInbox()`]);
+    expect(resolveWebhookInbox({ maxAttempt: 3 } as WebhookInboxOptions, DEFAULTS, WHERE).problems).toEqual([
+      `${WHERE}: maxAttempt is not an option of @WebhookInbox()`,
+    ]);
   });
 
   it('names every bad option at once', () => {
@@ -330,14 +437,31 @@ describe('resolveWebhookInbox', () => {
       WHERE,
     );
     expect(definition).toBeUndefined();
-    expect(problems.map((problem) => problem.slice(WHERE.length + 2).split(' ')[0])).toEqual(['consumer', 'messageId', 'maxAttempts', 'status', 'maxBodyBytes', 'headers']);
+    expect(problems.map((problem) => problem.slice(WHERE.length + 2).split(' ')[0])).toEqual([
+      'consumer',
+      'messageId',
+      'maxAttempts',
+      'status',
+      'maxBodyBytes',
+      'headers',
+    ]);
   });
 
   it('never throws, for options of any shape', () => {
     fc.assert(
       fc.property(
         fc.record(
-          { consumer: fc.anything(), messageId: fc.anything(), type: fc.anything(), bizKey: fc.anything(), orderingKey: fc.anything(), maxAttempts: fc.anything(), status: fc.anything(), maxBodyBytes: fc.anything(), headers: fc.anything() },
+          {
+            consumer: fc.anything(),
+            messageId: fc.anything(),
+            type: fc.anything(),
+            bizKey: fc.anything(),
+            orderingKey: fc.anything(),
+            maxAttempts: fc.anything(),
+            status: fc.anything(),
+            maxBodyBytes: fc.anything(),
+            headers: fc.anything(),
+          },
           { requiredKeys: [] },
         ),
         (anything) => {

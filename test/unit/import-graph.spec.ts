@@ -68,7 +68,10 @@ function importGraph(root: string): ImportGraph {
   for (const file of files) {
     const { importedFiles } = ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, true);
     const targets = importedFiles.filter(({ fileName }) => fileName.startsWith('.')).map(({ fileName }) => resolveImport(file, fileName, root));
-    graph.set(path.relative(root, file), targets.filter((target): target is string => target !== undefined));
+    graph.set(
+      path.relative(root, file),
+      targets.filter((target): target is string => target !== undefined),
+    );
   }
   return graph;
 }

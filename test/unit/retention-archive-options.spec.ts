@@ -74,7 +74,9 @@ describe('Archive tables', () => {
         ` createArchiveTablesMigration({ tableName: "billing_outbox", inboxTableName: "billing_inbox" }) in the DataSource's migrations,` +
         ` or let the module create it at start-up with the DataSource's synchronize: true`,
     );
-    expect(archiveShapeProblem('inbox', 'inbox_message', ['id', 'note'], TABLES)).toMatch(/^the table "inbox_message_archive" exists but is not the archive of the inbox table \(inboxTableName\): it has no column archive_id, consumer/);
+    expect(archiveShapeProblem('inbox', 'inbox_message', ['id', 'note'], TABLES)).toMatch(
+      /^the table "inbox_message_archive" exists but is not the archive of the inbox table \(inboxTableName\): it has no column archive_id, consumer/,
+    );
     expect(archiveShapeProblem('inbox', 'inbox_message', [...archiveColumns('inbox'), 'note'], TABLES)).toBeUndefined();
   });
 

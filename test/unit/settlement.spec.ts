@@ -45,10 +45,17 @@ describe('settleBatch', () => {
     const message = (id: string) => ({ id, claimToken: 'tok', attempts: 0, maxAttempts: 3, orderingKey: null }) as ClaimedMessage;
     const result = settleBatch(
       [message('1'), message('2'), message('3')],
-      [{ status: 'fulfilled', value: undefined }, { status: 'rejected', reason: new Error('nope') }, { status: 'fulfilled', value: undefined }],
+      [
+        { status: 'fulfilled', value: undefined },
+        { status: 'rejected', reason: new Error('nope') },
+        { status: 'fulfilled', value: undefined },
+      ],
       policy,
     );
-    expect(result.done).toEqual([{ id: '1', claimToken: 'tok' }, { id: '3', claimToken: 'tok' }]);
+    expect(result.done).toEqual([
+      { id: '1', claimToken: 'tok' },
+      { id: '3', claimToken: 'tok' },
+    ]);
     expect(result.failed).toEqual([expect.objectContaining({ id: '2', status: MessageStatus.FAILED, error: 'Error: nope' })]);
   });
 

@@ -178,15 +178,21 @@ describe('signing and verifying, for any input', () => {
 
   it('accepts a signature by any of several secrets, and none by a secret rotated out', () => {
     fc.assert(
-      fc.property(bodies, ids, timestamps, fc.uniqueArray(keys, { minLength: 3, maxLength: 3, selector: (key) => secretOf(key) }), (body, id, timestamp, [a, b, c]) => {
-        const [retired, previous, current] = [a, b, c].map(secretOf);
-        const verify = (signer: string, secrets: string[]) =>
-          verifyWebhook({ headers: headersOf(id, timestamp, signWebhook({ id, timestamp, body, secret: signer })), body, secrets, now: at(timestamp) }).ok;
-        expect(verify(previous, [current, previous])).toBe(true);
-        expect(verify(current, [current, previous])).toBe(true);
-        expect(verify(retired, [current, previous])).toBe(false);
-        expect(verify(previous, [current])).toBe(false);
-      }),
+      fc.property(
+        bodies,
+        ids,
+        timestamps,
+        fc.uniqueArray(keys, { minLength: 3, maxLength: 3, selector: (key) => secretOf(key) }),
+        (body, id, timestamp, [a, b, c]) => {
+          const [retired, previous, current] = [a, b, c].map(secretOf);
+          const verify = (signer: string, secrets: string[]) =>
+            verifyWebhook({ headers: headersOf(id, timestamp, signWebhook({ id, timestamp, body, secret: signer })), body, secrets, now: at(timestamp) }).ok;
+          expect(verify(previous, [current, previous])).toBe(true);
+          expect(verify(current, [current, previous])).toBe(true);
+          expect(verify(retired, [current, previous])).toBe(false);
+          expect(verify(previous, [current])).toBe(false);
+        },
+      ),
     );
   });
 

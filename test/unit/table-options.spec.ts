@@ -42,14 +42,17 @@ describe('Table name limits per database', () => {
     expect({ outbox: longestTableName('outbox', limit), inbox: longestTableName('inbox', limit) }).toEqual(LONGEST[database]);
   });
 
-  it.each(['postgres', 'mariadb', 'mysql'])('on %s: every derived name of the longest table name fits, and one of a name a character longer does not', (database) => {
-    const limit = DIALECTS[database].identifierLimit!;
-    for (const kind of KINDS) {
-      const longest = longestTableName(kind, limit);
-      expect(Math.max(...derivedNames(kind, 'x'.repeat(longest)).map((name) => measure(name, limit)))).toBe(limit.max);
-      expect(Math.max(...derivedNames(kind, 'x'.repeat(longest + 1)).map((name) => measure(name, limit)))).toBe(limit.max + 1);
-    }
-  });
+  it.each(['postgres', 'mariadb', 'mysql'])(
+    'on %s: every derived name of the longest table name fits, and one of a name a character longer does not',
+    (database) => {
+      const limit = DIALECTS[database].identifierLimit!;
+      for (const kind of KINDS) {
+        const longest = longestTableName(kind, limit);
+        expect(Math.max(...derivedNames(kind, 'x'.repeat(longest)).map((name) => measure(name, limit)))).toBe(limit.max);
+        expect(Math.max(...derivedNames(kind, 'x'.repeat(longest + 1)).map((name) => measure(name, limit)))).toBe(limit.max + 1);
+      }
+    },
+  );
 
   it('names the longest derived name of each kind', () => {
     expect(longestDerivedName('outbox')).toEqual({ pattern: 'UQ_<name>_type_biz_key', extraLength: 16 });
@@ -84,11 +87,21 @@ describe('Table name limits per database', () => {
 describe('Static options', () => {
   it('accepts the defaults and distinct plain names', () => {
     expect(staticOptionProblems({})).toEqual([]);
-    expect(staticOptionProblems({ tableName: 'billing_outbox', inboxTableName: 'billing_inbox', transport: GoodTransport, dataSourceName: 'billing', isGlobal: false })).toEqual([]);
+    expect(
+      staticOptionProblems({
+        tableName: 'billing_outbox',
+        inboxTableName: 'billing_inbox',
+        transport: GoodTransport,
+        dataSourceName: 'billing',
+        isGlobal: false,
+      }),
+    ).toEqual([]);
   });
 
   it('refuses equal table names, ignoring case, and says why', () => {
-    expect(staticOptionProblems({ tableName: 'events', inboxTableName: 'events' })).toEqual([expect.stringMatching(/^tableName and inboxTableName must name two tables, but both are "events"/)]);
+    expect(staticOptionProblems({ tableName: 'events', inboxTableName: 'events' })).toEqual([
+      expect.stringMatching(/^tableName and inboxTableName must name two tables, but both are "events"/),
+    ]);
     expect(staticOptionProblems({ tableName: 'Events', inboxTableName: 'events' })).toEqual([expect.stringMatching(/compared ignoring case/)]);
     expect(staticOptionProblems({ inboxTableName: 'OUTBOX_MESSAGE' })).toEqual([expect.stringMatching(/both are "outbox_message"/)]);
   });
@@ -98,12 +111,16 @@ describe('Static options', () => {
     expect(staticOptionProblems({ tableName: 'foo_consumer', inboxTableName: 'foo' })).toEqual([
       expect.stringMatching(/^tableName "foo_consumer" and inboxTableName "foo" would both use the name UQ_foo_consumer_message_id/),
     ]);
-    expect(staticOptionProblems({ tableName: 'orders_outbox', inboxTableName: 'PK_orders_outbox' })).toEqual([expect.stringMatching(/would both use the name PK_orders_outbox/)]);
+    expect(staticOptionProblems({ tableName: 'orders_outbox', inboxTableName: 'PK_orders_outbox' })).toEqual([
+      expect.stringMatching(/would both use the name PK_orders_outbox/),
+    ]);
   });
 
   it('refuses a transport that is not a transport class, saying what was given', () => {
     const problem = (transport: unknown) => staticOptionProblems({ transport: transport as never });
-    expect(problem(new GoodTransport())).toEqual([expect.stringMatching(/^transport must be a class .*got an instance of GoodTransport: pass the class itself \(transport: GoodTransport\)/)]);
+    expect(problem(new GoodTransport())).toEqual([
+      expect.stringMatching(/^transport must be a class .*got an instance of GoodTransport: pass the class itself \(transport: GoodTransport\)/),
+    ]);
     expect(problem('rabbitmq')).toEqual([expect.stringMatching(/^transport must be a class .*got the string "rabbitmq"/)]);
     expect(problem({ send: async () => undefined })).toEqual([expect.stringMatching(/got an object: declare a class/)]);
     expect(problem(async () => undefined)).toEqual([expect.stringMatching(/got a function that is not a class/)]);
@@ -120,7 +137,7 @@ describe('Static options', () => {
     ]);
   });
 
-  it('fails in OutboxModule.forRoot() and forRootAsync() themselves, with the runtime options\' problems beside', () => {
+  it("fails in OutboxModule.forRoot() and forRootAsync() themselves, with the runtime options' problems beside", () => {
     expect(() => OutboxModule.forRoot({ tableName: 'events', inboxTableName: 'events', batchSize: 0 })).toThrow(
       /Invalid OutboxModule options: tableName and inboxTableName must name two tables.*; batchSize must not be less than 1/,
     );
@@ -172,7 +189,8 @@ describe('Table shape', () => {
   });
 
   /** The column names a CREATE TABLE statement declares (quoted names at the start of a line), or an ALTER TABLE adds. */
-  const declaredColumns = (ddl: string[]) => ddl.flatMap((statement) => [...statement.matchAll(/^\s*(?:ALTER TABLE .* )?(?:ADD COLUMN (?:IF NOT EXISTS )?)?["`](\w+)["`] \w/gm)].map((m) => m[1]));
+  const declaredColumns = (ddl: string[]) =>
+    ddl.flatMap((statement) => [...statement.matchAll(/^\s*(?:ALTER TABLE .* )?(?:ADD COLUMN (?:IF NOT EXISTS )?)?["`](\w+)["`] \w/gm)].map((m) => m[1]));
 
   it.each(Object.keys(DIALECTS))('lists exactly the columns the %s DDL creates (version 1, then the upgrade)', (database) => {
     const request: TableDdl = { table: 't', quoted: '"t"', ifNotExists: false };

@@ -50,7 +50,9 @@ describe('transports option', () => {
   const problems = (statics: Record<string, unknown>) => staticOptionProblems(statics);
 
   it('accepts classes and lanes with settings', () => {
-    expect(problems({ transports: { default: Sender, partner: { transport: OtherSender, batchSize: 50, dispatchConcurrency: 2, pollIntervalMs: 200 } } })).toEqual([]);
+    expect(
+      problems({ transports: { default: Sender, partner: { transport: OtherSender, batchSize: 50, dispatchConcurrency: 2, pollIntervalMs: 200 } } }),
+    ).toEqual([]);
     expect(problems({ transports: { only: Sender } })).toEqual([]);
     expect(problems({ transports: { a: Sender, b: Sender }, defaultTransport: 'b' })).toEqual([]);
   });
@@ -59,10 +61,16 @@ describe('transports option', () => {
     expect(problems({ transport: Sender, transports: { default: Sender } })).toContainEqual(expect.stringMatching(/^transport and transports are both set/));
     expect(problems({ transports: {} })).toContainEqual(expect.stringMatching(/^transports names no transport/));
     expect(problems({ transports: { 'bad name': Sender } })).toContainEqual(expect.stringMatching(/^transports: the name "bad name" is not a transport name/));
-    expect(problems({ transports: { a: new Sender() } })).toContainEqual(expect.stringMatching(/^transports\.a must be a class .*got an instance of Sender: pass the class itself \(transports\.a: Sender\)/));
-    expect(problems({ transports: { a: { transport: Sender, batchSize: 0 } } })).toContainEqual('transports.a.batchSize must be an integer from 1 to 10000, got 0');
-    expect(problems({ transports: { a: { transport: Sender, pollInterval: 5 } } })).toContainEqual(expect.stringMatching(/^transports\.a\.pollInterval is not a lane setting/));
-    expect(problems({ transports: { a: { batchSize: 5 } } })).toContainEqual('transports.a.transport is missing: give the transport\'s class');
+    expect(problems({ transports: { a: new Sender() } })).toContainEqual(
+      expect.stringMatching(/^transports\.a must be a class .*got an instance of Sender: pass the class itself \(transports\.a: Sender\)/),
+    );
+    expect(problems({ transports: { a: { transport: Sender, batchSize: 0 } } })).toContainEqual(
+      'transports.a.batchSize must be an integer from 1 to 10000, got 0',
+    );
+    expect(problems({ transports: { a: { transport: Sender, pollInterval: 5 } } })).toContainEqual(
+      expect.stringMatching(/^transports\.a\.pollInterval is not a lane setting/),
+    );
+    expect(problems({ transports: { a: { batchSize: 5 } } })).toContainEqual("transports.a.transport is missing: give the transport's class");
     expect(problems({ transports: { a: Sender, b: Sender }, defaultTransport: 'c' })).toContainEqual('defaultTransport "c" is not one of transports (a, b)');
     expect(problems({ transports: { a: Sender, b: Sender } })).toContainEqual(expect.stringMatching(/none is "default": set defaultTransport/));
     expect(problems({ defaultTransport: 'main' })).toContainEqual(expect.stringMatching(/^defaultTransport "main" names no transport/));

@@ -45,11 +45,31 @@ describe('toNewOutboxRow', () => {
     ['a business key of 256 characters', 'bizKey', { bizKey: 'k'.repeat(256) }, /bizKey is 256 characters, more than its 255-character column/],
     ['an ordering key of 256 emoji', 'orderingKey', { orderingKey: '😀'.repeat(256) }, /orderingKey is 256 characters/],
     ...(['type', 'exchange', 'routingKey', 'bizKey', 'orderingKey'] as const).flatMap((field): [string, string, Record<string, unknown>, RegExp][] => [
-      [`NUL in ${field}`, field, { [field]: 'a\u0000b' }, new RegExp(`${field} contains a NUL character \\(U\\+0000\\) at index 1, which PostgreSQL cannot store`)],
-      [`a lone surrogate in ${field}`, field, { [field]: 'a\ud800b' }, new RegExp(`${field} contains a lone surrogate \\(U\\+D800 at index 1\\), which has no UTF-8 form`)],
+      [
+        `NUL in ${field}`,
+        field,
+        { [field]: 'a\u0000b' },
+        new RegExp(`${field} contains a NUL character \\(U\\+0000\\) at index 1, which PostgreSQL cannot store`),
+      ],
+      [
+        `a lone surrogate in ${field}`,
+        field,
+        { [field]: 'a\ud800b' },
+        new RegExp(`${field} contains a lone surrogate \\(U\\+D800 at index 1\\), which has no UTF-8 form`),
+      ],
     ]),
-    ['a CR in the exchange', 'exchange', { exchange: 'orders\r' }, /exchange contains a line break \(U\+000D at index 6\): RabbitMQ removes CR and LF from the names of the exchanges it declares/],
-    ['an LF in the routing key of the default exchange (a queue name)', 'routingKey', { exchange: '', routingKey: 'jobs\n' }, /routingKey contains a line break \(U\+000A at index 4\): RabbitMQ removes CR and LF from the names of the queues it declares/],
+    [
+      'a CR in the exchange',
+      'exchange',
+      { exchange: 'orders\r' },
+      /exchange contains a line break \(U\+000D at index 6\): RabbitMQ removes CR and LF from the names of the exchanges it declares/,
+    ],
+    [
+      'an LF in the routing key of the default exchange (a queue name)',
+      'routingKey',
+      { exchange: '', routingKey: 'jobs\n' },
+      /routingKey contains a line break \(U\+000A at index 4\): RabbitMQ removes CR and LF from the names of the queues it declares/,
+    ],
     ['a message id that is not a UUID', 'messageId', { messageId: 'abc' }, /messageId must be a UUID, got "abc"/],
     ['a BigInt message id', 'messageId', { messageId: 1n }, /messageId must be a UUID, got 1/],
     ['maxAttempts: 3e9', 'maxAttempts', { maxAttempts: 3e9 }, /maxAttempts must be an integer from 1 to 1000, got 3000000000/],
@@ -61,19 +81,59 @@ describe('toNewOutboxRow', () => {
     ['a payload nested beyond what JSON.stringify can recurse', 'payload', { payload: nested(100_000) }, /payload is nested too deeply to serialise as JSON/],
     ['array headers', 'headers', { headers: [] }, /headers must be an object/],
     ['headers whose JSON is not an object', 'headers', { headers: { toJSON: () => ['a'] } }, /headers must serialise to a JSON object/],
-    ['a header name of 256 bytes', 'headers', { headers: { ['k'.repeat(256)]: 1 } }, /the name of headers\["k{40}…"\] is 256 bytes in UTF-8, more than AMQP's 255-byte short string/],
-    ['a nested header name of 256 bytes', 'headers', { headers: { a: [{ ['é'.repeat(128)]: 1 }] } }, /the name of headers\["a"\]\[0\]\["é{40}…"\] is 256 bytes/],
-    ['headers over 64 KiB less the delivery headers\' room', 'headers', { headers: { big: 'x'.repeat(65_396) } }, /headers encode to 65409 bytes as an AMQP field table, more than 65408 bytes \(amqplib's 65536, less 128 kept for the delivery headers\)/],
-    ['a CC header that is a string', 'headers', { headers: { CC: 'audit' } }, /headers\["CC"\] must be an array of routing keys \(RabbitMQ's sender-selected distribution\); RabbitMQ closes the channel for a string/],
+    [
+      'a header name of 256 bytes',
+      'headers',
+      { headers: { ['k'.repeat(256)]: 1 } },
+      /the name of headers\["k{40}…"\] is 256 bytes in UTF-8, more than AMQP's 255-byte short string/,
+    ],
+    [
+      'a nested header name of 256 bytes',
+      'headers',
+      { headers: { a: [{ ['é'.repeat(128)]: 1 }] } },
+      /the name of headers\["a"\]\[0\]\["é{40}…"\] is 256 bytes/,
+    ],
+    [
+      "headers over 64 KiB less the delivery headers' room",
+      'headers',
+      { headers: { big: 'x'.repeat(65_396) } },
+      /headers encode to 65409 bytes as an AMQP field table, more than 65408 bytes \(amqplib's 65536, less 128 kept for the delivery headers\)/,
+    ],
+    [
+      'a CC header that is a string',
+      'headers',
+      { headers: { CC: 'audit' } },
+      /headers\["CC"\] must be an array of routing keys \(RabbitMQ's sender-selected distribution\); RabbitMQ closes the channel for a string/,
+    ],
     ['a BCC header that is null', 'headers', { headers: { BCC: null } }, /headers\["BCC"\] must be an array .* for null/],
     ['a header named __proto__', 'headers', { headers: JSON.parse('{"__proto__":1}') }, /headers\["__proto__"\]: amqplib's decoder sets an object's prototype/],
     ['a nested header named __proto__', 'headers', { headers: JSON.parse('{"a":{"__proto__":{"x":1}}}') }, /headers\["a"\]\["__proto__"\]/],
-    ['a nested table with a hasOwnProperty field', 'headers', { headers: { a: { hasOwnProperty: 1 } } }, /headers\["a"\]\["hasOwnProperty"\]: a nested table with a field named "hasOwnProperty" makes amqplib's encoder throw/],
-    ['a nested table with a "!" field', 'headers', { headers: { a: [{ '!': 'timestamp', value: 1 }] } }, /headers\["a"\]\[0\]\["!"\]: amqplib reads a nested table with a "!" field as a type annotation/],
-    ['a header number with a fraction at 2^50', 'headers', { headers: { n: 2 ** 50 + 0.5 } }, /headers\["n"\] is 1125899906842624.5: amqplib sends a number of magnitude 2\^50 or more as a 64-bit integer/],
+    [
+      'a nested table with a hasOwnProperty field',
+      'headers',
+      { headers: { a: { hasOwnProperty: 1 } } },
+      /headers\["a"\]\["hasOwnProperty"\]: a nested table with a field named "hasOwnProperty" makes amqplib's encoder throw/,
+    ],
+    [
+      'a nested table with a "!" field',
+      'headers',
+      { headers: { a: [{ '!': 'timestamp', value: 1 }] } },
+      /headers\["a"\]\[0\]\["!"\]: amqplib reads a nested table with a "!" field as a type annotation/,
+    ],
+    [
+      'a header number with a fraction at 2^50',
+      'headers',
+      { headers: { n: 2 ** 50 + 0.5 } },
+      /headers\["n"\] is 1125899906842624.5: amqplib sends a number of magnitude 2\^50 or more as a 64-bit integer/,
+    ],
     ['a header number below -2^63', 'headers', { headers: { n: -1e20 } }, /headers\["n"\] is -100000000000000000000, below -2\^63/],
     ['a lone surrogate in a header value', 'headers', { headers: { s: ['a\ud800'] } }, /headers\["s"\]\[0\] contains a lone surrogate \(U\+D800 at index 1\)/],
-    ['a lone surrogate in a header name', 'headers', { headers: { 'k\udc00': 1 } }, /the name of headers\["k\\udc00"\] contains a lone surrogate \(U\+DC00 at index 1\)/],
+    [
+      'a lone surrogate in a header name',
+      'headers',
+      { headers: { 'k\udc00': 1 } },
+      /the name of headers\["k\\udc00"\] contains a lone surrogate \(U\+DC00 at index 1\)/,
+    ],
     ['headers of 101 levels', 'headers', { headers: nested(101) }, /nested deeper than the 100 levels allowed in headers/],
     ['headers nested beyond what JSON.stringify can recurse', 'headers', { headers: nested(100_000) }, /headers is nested too deeply to serialise as JSON/],
   ])('refuses %s, naming the field', (_, field, change, message) => {
@@ -92,13 +152,16 @@ describe('toNewOutboxRow', () => {
     ['a business key of 255 emoji (510 UTF-16 units)', { bizKey: '😀'.repeat(255) }],
     ['an ordering key of 255 "é"', { orderingKey: 'é'.repeat(255) }],
     ['an attempt limit of 1000', { maxAttempts: 1_000 }],
-    ['headers of exactly 65,408 bytes (64 KiB less the delivery headers\' room)', { headers: { big: 'x'.repeat(65_395) } }],
+    ["headers of exactly 65,408 bytes (64 KiB less the delivery headers' room)", { headers: { big: 'x'.repeat(65_395) } }],
     ['headers of 100 levels', { headers: nested(100) }],
     ['top-level names amqplib treats specially only when nested', { headers: { '!': 'timestamp', value: 1, hasOwnProperty: 2 } }],
     ['NUL and empty names and values in headers', { headers: { 'k\u0000': 'v\u0000', '': '' } }],
     ['CC and BCC arrays (sender-selected distribution)', { headers: { CC: ['audit', 1], BCC: [] } }],
     ['a nested CC that RabbitMQ does not read', { headers: { a: { CC: 'x' } } }],
-    ['header numbers at the edges of their encodings', { headers: { n: [-(2 ** 63), 2 ** 63, 2 ** 53 + 2, -(2 ** 52), 2 ** 50, 1e300, 5e-324, -0.5, 127, -129] } }],
+    [
+      'header numbers at the edges of their encodings',
+      { headers: { n: [-(2 ** 63), 2 ** 63, 2 ** 53 + 2, -(2 ** 52), 2 ** 50, 1e300, 5e-324, -0.5, 127, -129] } },
+    ],
     ['a payload with NUL and lone surrogates (JSON escapes them)', { payload: { text: 'a\u0000\ud800\udc00\udfff' } }],
   ])('accepts %s as given', (_, change) => {
     const message = { ...valid, ...change };
@@ -155,7 +218,13 @@ describe('toNewOutboxRow', () => {
           expect(text).not.toContain('\u0000');
           expect(throughUtf8(text)).toBe(text);
         }
-        expect(row).toMatchObject({ type: draft.type, exchange, routingKey: draft.routingKey, bizKey: draft.bizKey ?? null, orderingKey: draft.orderingKey ?? null });
+        expect(row).toMatchObject({
+          type: draft.type,
+          exchange,
+          routingKey: draft.routingKey,
+          bizKey: draft.bizKey ?? null,
+          orderingKey: draft.orderingKey ?? null,
+        });
         expect(row.maxAttempts).toBe(draft.maxAttempts ?? small.maxAttempts);
         expect(row.payload).toBe(JSON.stringify(draft.payload));
         expect(Buffer.byteLength(row.payload)).toBeLessThanOrEqual(small.maxPayloadBytes);

@@ -26,7 +26,11 @@ describe('validateOutboxOptions', () => {
 
   it('accepts the options that have no default', () => {
     const isFatalError = () => false;
-    expect(validateOutboxOptions({ workerPoolSize: 0, instanceId: 'billing-1', isFatalError })).toMatchObject({ workerPoolSize: 0, instanceId: 'billing-1', isFatalError });
+    expect(validateOutboxOptions({ workerPoolSize: 0, instanceId: 'billing-1', isFatalError })).toMatchObject({
+      workerPoolSize: 0,
+      instanceId: 'billing-1',
+      isFatalError,
+    });
     expect(problemsOf({ workerPoolSize: -1 })).toEqual([expect.stringMatching(/^workerPoolSize/)]);
   });
 
@@ -48,11 +52,7 @@ describe('validateOutboxOptions', () => {
   it('reports every bad option at once, and unknown ones by name', () => {
     const problems = problemsOf({ batchSize: -1, maxAttempts: 0, batchsize: 5 });
     expect(problems).toEqual(
-      expect.arrayContaining([
-        expect.stringMatching(/^batchSize/),
-        expect.stringMatching(/^maxAttempts/),
-        'batchsize is not an OutboxModule option',
-      ]),
+      expect.arrayContaining([expect.stringMatching(/^batchSize/), expect.stringMatching(/^maxAttempts/), 'batchsize is not an OutboxModule option']),
     );
   });
 
@@ -74,10 +74,7 @@ describe('assertTableName', () => {
     expect(assertTableName('tableName', 'my_outbox_2')).toBe('my_outbox_2');
   });
 
-  it.each(['', 'outbox; DROP TABLE users', 'public.outbox', '"quoted"', '1starts_with_digit', 'x'.repeat(64)])(
-    'rejects %p naming the option',
-    (name) => {
-      expect(() => assertTableName('tableName', name)).toThrow(/tableName must be a plain SQL identifier/);
-    },
-  );
+  it.each(['', 'outbox; DROP TABLE users', 'public.outbox', '"quoted"', '1starts_with_digit', 'x'.repeat(64)])('rejects %p naming the option', (name) => {
+    expect(() => assertTableName('tableName', name)).toThrow(/tableName must be a plain SQL identifier/);
+  });
 });

@@ -28,7 +28,11 @@ export class ConditionalUpdateClaim implements MysqlClaimStrategy {
       const ids = (await execute(dataSource, candidates.sql, candidates.params)).records.map((row) => BigInt(row.id));
       if (ids.length === 0) break;
       tried.push(...ids);
-      const taken = await execute(dataSource, markClaimed(target, `id IN (?) AND ${CLAIMABLE_SQL} AND next_attempt_at <= ${NOW}`), [claimToken, claimedBy, ids]);
+      const taken = await execute(dataSource, markClaimed(target, `id IN (?) AND ${CLAIMABLE_SQL} AND next_attempt_at <= ${NOW}`), [
+        claimToken,
+        claimedBy,
+        ids,
+      ]);
       claimed += taken.affected ?? 0;
       if (taken.affected === ids.length) break; // took every candidate: the batch is full, or nothing more is due
     }

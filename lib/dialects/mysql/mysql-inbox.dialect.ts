@@ -124,7 +124,12 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
       const found = await this.lockExisting(tx, row, false);
       if (!found || found.status !== FAILED) return undefined;
       const next = update(found);
-      await execute(tx, `UPDATE ${this.table} SET attempts = ?, last_error = ?, status = ? WHERE id = ?`, [next.attempts, next.error, next.status, BigInt(found.id)]);
+      await execute(tx, `UPDATE ${this.table} SET attempts = ?, last_error = ?, status = ? WHERE id = ?`, [
+        next.attempts,
+        next.error,
+        next.status,
+        BigInt(found.id),
+      ]);
       return { status: next.status, attempts: next.attempts };
     });
   }
@@ -143,9 +148,7 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     if (consumers.length === 0) return [];
     const target = { ...this.claimTarget, filter: { sql: 'c.consumer IN (?)', params: [consumers] } };
     const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
-    return rows
-      .map((r) => toClaimedInboxMessage(r, { id: r.id }))
-      .sort((a, b) => compareIds(a.id, b.id));
+    return rows.map((r) => toClaimedInboxMessage(r, { id: r.id })).sort((a, b) => compareIds(a.id, b.id));
   }
 
   /**
@@ -163,11 +166,9 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
       byBizKey && row.bizKey !== null ? [row.consumer, row.messageId, row.consumer, row.bizKey, row.type] : [row.consumer, row.messageId],
     );
     if (found.records.length === 0) return undefined;
-    const locked = await execute(
-      manager,
-      `SELECT CAST(id AS CHAR) AS id, status, attempts, max_attempts FROM ${this.table} WHERE id = ? FOR UPDATE`,
-      [BigInt(found.records[0].id)],
-    );
+    const locked = await execute(manager, `SELECT CAST(id AS CHAR) AS id, status, attempts, max_attempts FROM ${this.table} WHERE id = ? FOR UPDATE`, [
+      BigInt(found.records[0].id),
+    ]);
     return locked.records[0] as LockedRow | undefined;
   }
 }

@@ -46,8 +46,19 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?,
                GREATEST(${NOW} + INTERVAL ? MICROSECOND, COALESCE(CAST(? AS DATETIME(6)), ${NOW})), ${NOW})`,
       [
-        row.messageId, row.type, row.bizKey, row.orderingKey, row.transport, row.exchange, row.routingKey, row.destination,
-        row.payload, row.headers, row.maxAttempts, microseconds(row.delayMs), row.availableAt === null ? null : utcDatetime(row.availableAt),
+        row.messageId,
+        row.type,
+        row.bizKey,
+        row.orderingKey,
+        row.transport,
+        row.exchange,
+        row.routingKey,
+        row.destination,
+        row.payload,
+        row.headers,
+        row.maxAttempts,
+        microseconds(row.delayMs),
+        row.availableAt === null ? null : utcDatetime(row.availableAt),
       ],
     );
     return result.affected === 1;
@@ -59,20 +70,17 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
     // so a lookup that finds nothing locks only a gap between two random UUIDs.
     const byMessageId = await execute(manager, `SELECT message_id FROM ${this.table} WHERE message_id = ? LOCK IN SHARE MODE`, [row.messageId]);
     if (byMessageId.records.length > 0 || row.bizKey === null) return byMessageId.records[0]?.message_id ?? null;
-    const byBizKey = await execute(
-      manager,
-      `SELECT message_id FROM ${this.table} WHERE biz_key = ? AND message_type = ? LOCK IN SHARE MODE`,
-      [row.bizKey, row.type],
-    );
+    const byBizKey = await execute(manager, `SELECT message_id FROM ${this.table} WHERE biz_key = ? AND message_type = ? LOCK IN SHARE MODE`, [
+      row.bizKey,
+      row.type,
+    ]);
     return byBizKey.records[0]?.message_id ?? null;
   }
 
   async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport = DEFAULT_TRANSPORT_NAME): Promise<ClaimedMessage[]> {
     const target = outboxLaneClaimTarget(this.indexed, transport);
     const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
-    return rows
-      .map((r) => toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)! }))
-      .sort((a, b) => compareIds(a.id, b.id));
+    return rows.map((r) => toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)! })).sort((a, b) => compareIds(a.id, b.id));
   }
 
   async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {

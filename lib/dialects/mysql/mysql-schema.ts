@@ -134,7 +134,9 @@ export function mysqlArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExis
   const names = archiveNames(table);
   const defaultNow = server.expressionDefaults ? ' DEFAULT (UTC_TIMESTAMP(6))' : '';
   const messageColumns =
-    kind === 'outbox' ? `${OUTBOX_MESSAGE_COLUMNS}${stateColumns(server)}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},` : `${INBOX_MESSAGE_COLUMNS}${stateColumns(server)}`;
+    kind === 'outbox'
+      ? `${OUTBOX_MESSAGE_COLUMNS}${stateColumns(server)}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},`
+      : `${INBOX_MESSAGE_COLUMNS}${stateColumns(server)}`;
   return [
     `CREATE TABLE ${ifNotExists ? 'IF NOT EXISTS ' : ''}${quoted} (
   \`archive_id\` bigint NOT NULL AUTO_INCREMENT,

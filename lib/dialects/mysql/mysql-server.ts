@@ -32,7 +32,7 @@ export async function detectMysqlServer(dataSource: DataSource): Promise<MysqlSe
 export function describeMysqlServer(versionText: string): MysqlServer {
   const flavor = /mariadb/i.test(versionText) ? 'mariadb' : 'mysql';
   const [major = 0, minor = 0, patch = 0] = (/^(\d+)\.(\d+)(?:\.(\d+))?/.exec(versionText) ?? []).slice(1).map((part) => Number(part ?? 0));
-  const atLeast = (a: number, b: number, c: number) => major !== a ? major > a : minor !== b ? minor > b : patch >= c;
+  const atLeast = (a: number, b: number, c: number) => (major !== a ? major > a : minor !== b ? minor > b : patch >= c);
   const version = `${major}.${minor}.${patch}`;
   if (flavor === 'mariadb') {
     return { flavor, version, skipLocked: atLeast(10, 6, 0), lockingOf: false, collation: 'utf8mb4_nopad_bin', expressionDefaults: atLeast(10, 2, 1) };

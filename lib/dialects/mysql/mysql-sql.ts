@@ -39,7 +39,6 @@ export function sqlId(id: string): bigint {
   return BigInt(id);
 }
 
-
 /**
  * A table's names and the index hints its statements need. The optimizer is not left to choose
  * where its choice goes wrong. With the ordering rule's subqueries in a claim, MariaDB prefers

@@ -11,7 +11,20 @@ import { SqlStateTable } from '../sql-state-table';
 import { StateTableFlavour } from '../state-table-flavour';
 import { FINISHED_SQL } from '../status-sql';
 import { MYSQL_FILTER } from './mysql-filter';
-import { forceIndex, isoTime, microseconds, mysqlLaterUnfinishedCount, mysqlOrderingRule, MysqlTable, mysqlTable, NOW, NOW_MINUS, perRow, sqlId, toDate } from './mysql-sql';
+import {
+  forceIndex,
+  isoTime,
+  microseconds,
+  mysqlLaterUnfinishedCount,
+  mysqlOrderingRule,
+  MysqlTable,
+  mysqlTable,
+  NOW,
+  NOW_MINUS,
+  perRow,
+  sqlId,
+  toDate,
+} from './mysql-sql';
 
 const { PROCESSING } = MessageStatus;
 
@@ -82,17 +95,15 @@ export class MysqlStateTable extends SqlStateTable {
     // without locks, then deleted by id with the condition re-checked (a finished row stays
     // finished), so a purge never holds locks on rows it passed over, as a locking scan would.
     const age = microseconds(olderThanMs);
-    const candidates = await execute(
-      dataSource,
-      `SELECT id FROM ${this.table} WHERE ${FINISHED_SQL} AND processed_at < ${NOW_MINUS} ORDER BY id LIMIT ?`,
-      [age, limit],
-    );
+    const candidates = await execute(dataSource, `SELECT id FROM ${this.table} WHERE ${FINISHED_SQL} AND processed_at < ${NOW_MINUS} ORDER BY id LIMIT ?`, [
+      age,
+      limit,
+    ]);
     if (candidates.records.length === 0) return 0;
-    const result = await execute(
-      dataSource,
-      `DELETE FROM ${this.table} WHERE id IN (?) AND ${FINISHED_SQL} AND processed_at < ${NOW_MINUS}`,
-      [candidates.records.map((r) => BigInt(r.id)), age],
-    );
+    const result = await execute(dataSource, `DELETE FROM ${this.table} WHERE id IN (?) AND ${FINISHED_SQL} AND processed_at < ${NOW_MINUS}`, [
+      candidates.records.map((r) => BigInt(r.id)),
+      age,
+    ]);
     return result.affected ?? 0;
   }
 

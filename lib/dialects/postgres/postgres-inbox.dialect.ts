@@ -116,8 +116,6 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
                  headers::text AS headers, attempts, max_attempts, ordering_key`,
       [claimToken, claimedBy, limit, consumers],
     );
-    return result.records
-      .map((r) => toClaimedInboxMessage(r, { id: r.id }))
-      .sort((a, b) => compareIds(a.id, b.id));
+    return result.records.map((r) => toClaimedInboxMessage(r, { id: r.id })).sort((a, b) => compareIds(a.id, b.id));
   }
 }

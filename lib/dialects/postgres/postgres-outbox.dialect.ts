@@ -35,8 +35,19 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
        ON CONFLICT DO NOTHING
        RETURNING id`,
       [
-        row.messageId, row.type, row.bizKey, row.orderingKey, row.transport, row.exchange, row.routingKey, row.destination,
-        row.payload, row.headers, row.maxAttempts, row.delayMs, row.availableAt,
+        row.messageId,
+        row.type,
+        row.bizKey,
+        row.orderingKey,
+        row.transport,
+        row.exchange,
+        row.routingKey,
+        row.destination,
+        row.payload,
+        row.headers,
+        row.maxAttempts,
+        row.delayMs,
+        row.availableAt,
       ],
     );
     return result.records.length === 1;
@@ -67,9 +78,7 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
                  payload::text AS payload, headers::text AS headers, attempts, max_attempts, ordering_key, created_at`,
       [claimToken, claimedBy, limit, transport],
     );
-    return result.records
-      .map((r) => toClaimedMessage(r, { id: r.id, createdAt: r.created_at }))
-      .sort((a, b) => compareIds(a.id, b.id));
+    return result.records.map((r) => toClaimedMessage(r, { id: r.id, createdAt: r.created_at })).sort((a, b) => compareIds(a.id, b.id));
   }
 
   async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
@@ -103,12 +112,7 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     await execute(manager, `SELECT pg_notify($1, '')`, [channel]);
   }
 
-  async listen(
-    dataSource: DataSource,
-    channel: string,
-    onSignal: () => void,
-    onError: (error: Error) => void,
-  ): Promise<() => Promise<void>> {
+  async listen(dataSource: DataSource, channel: string, onSignal: () => void, onError: (error: Error) => void): Promise<() => Promise<void>> {
     // A dedicated pooled connection: LISTEN belongs to a session, so it must not be shared.
     const driver = dataSource.driver as PostgresDriver;
     const [client, release] = (await driver.obtainMasterConnection()) as [PgClient, (error?: unknown) => void];
@@ -152,4 +156,3 @@ interface PgClient {
   on(event: string, listener: (...args: any[]) => void): void;
   removeListener(event: string, listener: (...args: any[]) => void): void;
 }
-

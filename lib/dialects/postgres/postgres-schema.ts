@@ -118,7 +118,10 @@ export function postgresOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
 export function postgresArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl): string[] {
   const names = archiveNames(table);
   const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
-  const messageColumns = kind === 'outbox' ? `${OUTBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},` : `${INBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}`;
+  const messageColumns =
+    kind === 'outbox'
+      ? `${OUTBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},`
+      : `${INBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}`;
   return [
     `CREATE TABLE ${ine}${quoted} (
   "archive_id" BIGSERIAL NOT NULL,

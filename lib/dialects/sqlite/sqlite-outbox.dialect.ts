@@ -35,8 +35,19 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
        ON CONFLICT DO NOTHING
        RETURNING id`,
       [
-        row.messageId, row.type, row.bizKey, row.orderingKey, row.transport, row.exchange, row.routingKey, row.destination,
-        row.payload, row.headers, row.maxAttempts, row.delayMs, row.availableAt === null ? null : toSqliteTime(row.availableAt),
+        row.messageId,
+        row.type,
+        row.bizKey,
+        row.orderingKey,
+        row.transport,
+        row.exchange,
+        row.routingKey,
+        row.destination,
+        row.payload,
+        row.headers,
+        row.maxAttempts,
+        row.delayMs,
+        row.availableAt === null ? null : toSqliteTime(row.availableAt),
       ],
     );
     return rows.length === 1;

@@ -127,7 +127,10 @@ export function sqliteArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExi
   const names = archiveNames(table);
   const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
   const schema = schemaPrefix(quoted);
-  const messageColumns = kind === 'outbox' ? `${OUTBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},` : `${INBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}`;
+  const messageColumns =
+    kind === 'outbox'
+      ? `${OUTBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}\n  ${TRANSPORT_COLUMN},\n  ${DESTINATION_COLUMN},`
+      : `${INBOX_MESSAGE_COLUMNS}${STATE_COLUMNS}`;
   return [
     `CREATE TABLE ${ine}${quoted} (
   "archive_id" INTEGER NOT NULL,

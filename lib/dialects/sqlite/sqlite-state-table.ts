@@ -71,10 +71,10 @@ export class SqliteStateTable extends SqlStateTable {
     const columns = archive.columns.join(', ');
     return sqliteConnectionOf(dataSource).outsideTransaction((statements) =>
       statements.immediateTransaction(() => {
-        const chosen = statements.all(
-          `SELECT id FROM ${this.table} WHERE ${FINISHED_SQL} AND processed_at < ${sqliteNowMinusMs('?')} ORDER BY id LIMIT ?`,
-          [olderThanMs, limit],
-        );
+        const chosen = statements.all(`SELECT id FROM ${this.table} WHERE ${FINISHED_SQL} AND processed_at < ${sqliteNowMinusMs('?')} ORDER BY id LIMIT ?`, [
+          olderThanMs,
+          limit,
+        ]);
         if (chosen.length === 0) return 0;
         const ids = JSON.stringify(chosen.map((r) => String(r.id)));
         const copied = statements.all(
@@ -83,7 +83,10 @@ export class SqliteStateTable extends SqlStateTable {
            RETURNING archive_id`,
           [ids],
         );
-        const deleted = statements.all(`DELETE FROM ${this.table} WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?)) AND ${FINISHED_SQL} RETURNING id`, [ids]);
+        const deleted = statements.all(
+          `DELETE FROM ${this.table} WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?)) AND ${FINISHED_SQL} RETURNING id`,
+          [ids],
+        );
         assertMovedWhole(copied.length, deleted.length, archive);
         return deleted.length;
       }),
@@ -111,10 +114,7 @@ export class SqliteStateTable extends SqlStateTable {
           [claimToken, claimedBy, ...candidates.params],
         );
         // By status too: claim_token has no index, the partial processing index holds only rows in flight.
-        return statements.all(
-          `SELECT ${columns} FROM ${this.table} WHERE status = '${PROCESSING}' AND claim_token = ? ORDER BY id`,
-          [claimToken],
-        );
+        return statements.all(`SELECT ${columns} FROM ${this.table} WHERE status = '${PROCESSING}' AND claim_token = ? ORDER BY id`, [claimToken]);
       }),
     );
   }

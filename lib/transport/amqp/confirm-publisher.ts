@@ -54,7 +54,10 @@ export class ConfirmPublisher {
   ) {
     channel.on('error', (error: BrokerCloseError) => {
       this.closeError = { code: error.code, message: error.message };
-      this.blamed = exchangesBlamed(this.closeError, [...this.pending].map((p) => p.exchange));
+      this.blamed = exchangesBlamed(
+        this.closeError,
+        [...this.pending].map((p) => p.exchange),
+      );
       onBrokerClose(this.closeError);
     });
     channel.on('return', (message: ConsumeMessage) => {

@@ -74,7 +74,10 @@ export class ExchangeRegistry {
 function withTimeout(check: Promise<boolean>, timeoutMs: number, exchange: string): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new TransportUnavailableError(`The broker did not answer the check of exchange ${JSON.stringify(exchange)} within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new TransportUnavailableError(`The broker did not answer the check of exchange ${JSON.stringify(exchange)} within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
   });
   check.catch(() => undefined);
   return Promise.race([check, timedOut]).finally(() => clearTimeout(timer));

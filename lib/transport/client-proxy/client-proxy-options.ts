@@ -36,7 +36,6 @@ export function clientProxyTransportOptionProblems(options: ClientProxyOutboxTra
  */
 export function resolveClientProxyTimeout(timeoutMs: number | undefined, sendTimeoutMs: number): { timeoutMs: number; problems: string[] } {
   const resolved = timeoutMs ?? Math.min(DEFAULT_CLIENT_PROXY_TIMEOUT_MS, Math.floor(sendTimeoutMs / 2));
-  const problems =
-    resolved >= sendTimeoutMs ? [`ClientProxyOutboxTransport timeoutMs (${resolved}) must be less than sendTimeoutMs (${sendTimeoutMs})`] : [];
+  const problems = resolved >= sendTimeoutMs ? [`ClientProxyOutboxTransport timeoutMs (${resolved}) must be less than sendTimeoutMs (${sendTimeoutMs})`] : [];
   return { timeoutMs: resolved, problems };
 }

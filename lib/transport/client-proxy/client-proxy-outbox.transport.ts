@@ -1,13 +1,4 @@
-import {
-  Inject,
-  Injectable,
-  Logger,
-  mixin,
-  OnApplicationBootstrap,
-  OnApplicationShutdown,
-  OnModuleInit,
-  Type,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger, mixin, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit, Type } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { lastValueFrom } from 'rxjs';
 import { OutboxOptionsError, SendTimeoutError, TransportUnavailableError } from '../../errors';
@@ -141,7 +132,9 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
       throw new OutboxOptionsError([`ClientProxyOutboxTransport client: the provider ${this.name} is not a ClientProxy (it has no connect() and emit())`]);
     }
     if (isGrpcClient(client)) {
-      throw new OutboxOptionsError([`ClientProxyOutboxTransport client: ${this.name} is a gRPC client, and gRPC has no events (its emit() always fails); use an event transport (NATS, Redis, Kafka, RabbitMQ, MQTT, TCP)`]);
+      throw new OutboxOptionsError([
+        `ClientProxyOutboxTransport client: ${this.name} is a gRPC client, and gRPC has no events (its emit() always fails); use an event transport (NATS, Redis, Kafka, RabbitMQ, MQTT, TCP)`,
+      ]);
     }
     return client;
   }

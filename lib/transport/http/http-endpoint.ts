@@ -72,10 +72,13 @@ function endpointProblems(where: string, endpoint: HttpEndpoint): string[] {
   for (const [name, value] of Object.entries(endpoint.headers ?? {})) {
     if (!HTTP_HEADER_NAME.test(name)) problems.push(`${where}.headers: "${printable(name)}" is not an HTTP header name`);
     else if (RESERVED_HEADERS.has(name.toLowerCase())) problems.push(`${where}.headers: ${name} is set by the transport`);
-    else if (typeof value !== 'string' || !HEADER_VALUE.test(value)) problems.push(`${where}.headers.${name} must be a string of tabs, printable ASCII and Latin-1 characters`);
+    else if (typeof value !== 'string' || !HEADER_VALUE.test(value))
+      problems.push(`${where}.headers.${name} must be a string of tabs, printable ASCII and Latin-1 characters`);
   }
   const { timeoutMs } = endpoint;
-  if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)) problems.push(`${where}.timeoutMs must be a positive integer of milliseconds`);
-  if (endpoint.secret !== undefined) problems.push(...webhookSecretsProblems([endpoint.secret]).map((problem) => problem.replace(/^secrets\[0\]/, `${where}.secret`)));
+  if (timeoutMs !== undefined && (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1))
+    problems.push(`${where}.timeoutMs must be a positive integer of milliseconds`);
+  if (endpoint.secret !== undefined)
+    problems.push(...webhookSecretsProblems([endpoint.secret]).map((problem) => problem.replace(/^secrets\[0\]/, `${where}.secret`)));
   return problems;
 }

@@ -107,7 +107,9 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
     const name = message.destination;
     const endpoint = this.endpoints.get(name);
     if (!endpoint) {
-      throw new NonRetryableError(`no HTTP endpoint "${printable(name)}" is configured: add it to HttpOutboxTransport.for({ endpoints }) and requeue the message`);
+      throw new NonRetryableError(
+        `no HTTP endpoint "${printable(name)}" is configured: add it to HttpOutboxTransport.for({ endpoints }) and requeue the message`,
+      );
     }
     const circuit = this.circuits.get(name)!;
     const pass = circuit.admit();
@@ -128,11 +130,19 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
     let bodyStart: string;
     try {
       // The timeout bounds the answer's body too: the signal aborts its reading.
-      response = await fetch(endpoint.url, { method: 'POST', headers, body: message.payload, redirect: 'manual', signal: AbortSignal.timeout(endpoint.timeoutMs) });
+      response = await fetch(endpoint.url, {
+        method: 'POST',
+        headers,
+        body: message.payload,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(endpoint.timeoutMs),
+      });
       bodyStart = await responseStart(response, READ_BYTES);
     } catch (error) {
       const timedOut = (error as Error)?.name === 'TimeoutError';
-      const failure = new Error(timedOut ? `endpoint "${name}" did not answer within ${endpoint.timeoutMs} ms` : `POST to endpoint "${name}" failed`, { cause: error });
+      const failure = new Error(timedOut ? `endpoint "${name}" did not answer within ${endpoint.timeoutMs} ms` : `POST to endpoint "${name}" failed`, {
+        cause: error,
+      });
       throw this.failedAsDown(name, pass, failure);
     }
     const retryAfter = response.headers.get('retry-after');
@@ -170,7 +180,8 @@ function resolveTimeouts(configured: ReadonlyMap<string, HttpEndpoint>, sendTime
   const problems: string[] = [];
   for (const [name, endpoint] of configured) {
     const timeoutMs = endpoint.timeoutMs ?? Math.min(DEFAULT_HTTP_TIMEOUT_MS, Math.floor(sendTimeoutMs / 2));
-    if (timeoutMs >= sendTimeoutMs) problems.push(`HttpOutboxTransport endpoints.${name}.timeoutMs (${timeoutMs}) must be less than sendTimeoutMs (${sendTimeoutMs})`);
+    if (timeoutMs >= sendTimeoutMs)
+      problems.push(`HttpOutboxTransport endpoints.${name}.timeoutMs (${timeoutMs}) must be less than sendTimeoutMs (${sendTimeoutMs})`);
     endpoints.set(name, { ...endpoint, timeoutMs });
   }
   return { endpoints, problems };

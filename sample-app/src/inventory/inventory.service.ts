@@ -60,9 +60,7 @@ export class InventoryService implements OnModuleInit {
       .where('sku = :sku AND available >= :quantity', { sku: SAMPLE_SKU, quantity: UNITS_PER_ORDER })
       .execute();
     const status = taken.affected === 1 ? ReservationStatus.RESERVED : ReservationStatus.OUT_OF_STOCK;
-    const reservation = await this.reservations.save(
-      this.reservations.create({ orderId: event.orderId, sku: SAMPLE_SKU, quantity: UNITS_PER_ORDER, status }),
-    );
+    const reservation = await this.reservations.save(this.reservations.create({ orderId: event.orderId, sku: SAMPLE_SKU, quantity: UNITS_PER_ORDER, status }));
     const reserved = status === ReservationStatus.RESERVED;
     await this.outbox.publish<StockOutcomeEvent>({
       type: reserved ? INVENTORY_RESERVED : INVENTORY_OUT_OF_STOCK,
@@ -76,10 +74,7 @@ export class InventoryService implements OnModuleInit {
 
   /** Stock levels and the latest 100 reservations, newest first. */
   async snapshot(): Promise<InventorySnapshot> {
-    const [stock, reservations] = await Promise.all([
-      this.stock.find({ order: { sku: 'ASC' } }),
-      this.reservations.find({ order: { id: 'DESC' }, take: 100 }),
-    ]);
+    const [stock, reservations] = await Promise.all([this.stock.find({ order: { sku: 'ASC' } }), this.reservations.find({ order: { id: 'DESC' }, take: 100 })]);
     return { stock, reservations };
   }
 

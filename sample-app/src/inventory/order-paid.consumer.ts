@@ -1,14 +1,7 @@
 import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { Injectable } from '@nestjs/common';
 import { InboxHandler, NonRetryableError } from '../../../lib';
-import {
-  INVENTORY_CONSUMER,
-  ORDER_PAID,
-  ORDER_PAID_QUEUE,
-  ORDER_PAID_QUEUE_OPTIONS,
-  OrderPaidEvent,
-  ORDERS_EXCHANGE,
-} from './inventory.constants';
+import { INVENTORY_CONSUMER, ORDER_PAID, ORDER_PAID_QUEUE, ORDER_PAID_QUEUE_OPTIONS, OrderPaidEvent, ORDERS_EXCHANGE } from './inventory.constants';
 import { InventoryService } from './inventory.service';
 
 /**

@@ -111,9 +111,7 @@ export class OrdersService {
 
   /** Loads the order with a row lock, so that pay and cancel of one order run one after the other. */
   private async lockOrder(id: number): Promise<Order> {
-    const order = isOrderId(id)
-      ? await this.orders.findOne(rowLock<Order>({ id }))
-      : null;
+    const order = isOrderId(id) ? await this.orders.findOne(rowLock<Order>({ id })) : null;
     if (!order) throw new NotFoundException(`Order ${id} does not exist`);
     return order;
   }
