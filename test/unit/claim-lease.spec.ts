@@ -1,16 +1,6 @@
 import fc from 'fast-check';
-import { OutboxOptionsError } from '../../lib';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
-
-function problemsOf(input: object): string[] {
-  try {
-    validateOutboxOptions(input);
-  } catch (error) {
-    expect(error).toBeInstanceOf(OutboxOptionsError);
-    return (error as OutboxOptionsError).problems;
-  }
-  throw new Error('expected the options to be rejected');
-}
+import { optionProblems } from '../support/option-problems';
 
 describe('claimLeaseMs', () => {
   it('leaves the four options at their defaults when unset', () => {
@@ -57,13 +47,13 @@ describe('claimLeaseMs', () => {
   });
 
   it('refuses a lease too short, or not an integer, by its name', () => {
-    expect(problemsOf({ claimLeaseMs: 2_999 })).toEqual([expect.stringMatching(/^claimLeaseMs/)]);
-    expect(problemsOf({ claimLeaseMs: 10_000.5 })).toEqual([expect.stringMatching(/^claimLeaseMs/)]);
-    expect(problemsOf({ claimLeaseMs: '60000' })).toEqual(expect.arrayContaining([expect.stringMatching(/^claimLeaseMs/)]));
+    expect(optionProblems({ claimLeaseMs: 2_999 })).toEqual([expect.stringMatching(/^claimLeaseMs/)]);
+    expect(optionProblems({ claimLeaseMs: 10_000.5 })).toEqual([expect.stringMatching(/^claimLeaseMs/)]);
+    expect(optionProblems({ claimLeaseMs: '60000' })).toEqual(expect.arrayContaining([expect.stringMatching(/^claimLeaseMs/)]));
   });
 
   it('names the lease when an explicit option contradicts what it derives', () => {
-    expect(problemsOf({ claimLeaseMs: 15_000, sendTimeoutMs: 20_000 })).toEqual([
+    expect(optionProblems({ claimLeaseMs: 15_000, sendTimeoutMs: 20_000 })).toEqual([
       'stuckReclaimAfterMs (15000, derived from claimLeaseMs 15000) must exceed sendTimeoutMs, or live sends would be reclaimed',
     ]);
   });

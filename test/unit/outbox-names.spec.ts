@@ -17,7 +17,6 @@ import {
   OutboxAdmin,
   OutboxDispatcher,
   OutboxModule,
-  OutboxOptionsError,
   OutboxService,
   Retention,
   StuckDetector,
@@ -26,16 +25,9 @@ import { OutboxIdentity } from '../../lib/naming/outbox-identity';
 import { getWebhookIntakeToken } from '../../lib/naming/outbox-tokens';
 import { outboxNameProblem } from '../../lib/naming/outbox-name';
 import { WebhookIntake } from '../../lib/webhooks/webhook-intake.service';
+import { problemsThrownBy } from '../support/option-problems';
 
-function forRootProblems(options: Record<string, unknown>): string[] {
-  try {
-    OutboxModule.forRoot(options);
-  } catch (error) {
-    expect(error).toBeInstanceOf(OutboxOptionsError);
-    return (error as OutboxOptionsError).problems;
-  }
-  throw new Error('expected the options to be rejected');
-}
+const forRootProblems = (options: Record<string, unknown>): string[] => problemsThrownBy(() => OutboxModule.forRoot(options));
 
 describe('outbox tokens', () => {
   it('are the classes and symbols for the default outbox, with or without its name', () => {

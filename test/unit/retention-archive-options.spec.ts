@@ -10,6 +10,7 @@ import { tableNamesClash } from '../../lib/options/table-names';
 import { archiveShapeProblem } from '../../lib/schema/archive-tables-at-startup';
 import { archiveColumns, TABLE_COLUMNS } from '../../lib/schema/table-columns';
 import { longestTableName } from '../../lib/schema/table-name-limits';
+import { optionProblems } from '../support/option-problems';
 
 const DIALECTS: Record<string, DatabaseDialect> = {
   postgres: new PostgresDialect(),
@@ -22,16 +23,6 @@ const TABLES = { outbox: 'outbox_message', inbox: 'inbox_message' };
 
 const measure = (name: string, limit: IdentifierLimit) => (limit.unit === 'bytes' ? Buffer.byteLength(name) : name.length);
 
-function problemsOf(input: unknown): string[] {
-  try {
-    validateOutboxOptions(input as never);
-  } catch (error) {
-    expect(error).toBeInstanceOf(OutboxOptionsError);
-    return (error as OutboxOptionsError).problems;
-  }
-  throw new Error('expected the options to be rejected');
-}
-
 describe('retentionMode', () => {
   it('deletes by default and accepts archive', () => {
     expect(validateOutboxOptions({}).retentionMode).toBe('delete');
@@ -39,8 +30,8 @@ describe('retentionMode', () => {
   });
 
   it('names the option and the values it takes for anything else', () => {
-    expect(problemsOf({ retentionMode: 'move' })).toEqual([`retentionMode must be 'delete' or 'archive', got "move"`]);
-    expect(problemsOf({ retentionMode: 1 })).toEqual([`retentionMode must be 'delete' or 'archive', got 1`]);
+    expect(optionProblems({ retentionMode: 'move' })).toEqual([`retentionMode must be 'delete' or 'archive', got "move"`]);
+    expect(optionProblems({ retentionMode: 1 })).toEqual([`retentionMode must be 'delete' or 'archive', got 1`]);
   });
 });
 

@@ -1,16 +1,7 @@
-import { OutboxModuleOptions, OutboxOptionsError } from '../../lib';
+import { OutboxModuleOptions } from '../../lib';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
 import { assertTableName } from '../../lib/options/table-names';
-
-function problemsOf(input: unknown): string[] {
-  try {
-    validateOutboxOptions(input as never);
-  } catch (error) {
-    expect(error).toBeInstanceOf(OutboxOptionsError);
-    return (error as OutboxOptionsError).problems;
-  }
-  throw new Error('expected the options to be rejected');
-}
+import { optionProblems } from '../support/option-problems';
 
 describe('validateOutboxOptions', () => {
   it('fills every default', () => {
@@ -31,37 +22,37 @@ describe('validateOutboxOptions', () => {
       instanceId: 'billing-1',
       isFatalError,
     });
-    expect(problemsOf({ workerPoolSize: -1 })).toEqual([expect.stringMatching(/^workerPoolSize/)]);
+    expect(optionProblems({ workerPoolSize: -1 })).toEqual([expect.stringMatching(/^workerPoolSize/)]);
   });
 
   it('names the option and the reason for a bad value', () => {
-    expect(problemsOf({ batchSize: 0 })).toEqual([expect.stringMatching(/^batchSize must not be less than 1/)]);
-    expect(problemsOf({ pollIntervalMs: 'fast' })).toEqual(expect.arrayContaining([expect.stringMatching(/^pollIntervalMs/)]));
-    expect(problemsOf({ backoffJitter: 2 })).toEqual([expect.stringMatching(/^backoffJitter/)]);
-    expect(problemsOf({ notifyChannel: 'x; DROP TABLE y' })).toEqual([expect.stringMatching(/^notifyChannel/)]);
-    expect(problemsOf({ isFatalError: 'yes' })).toEqual(['isFatalError must be a function']);
+    expect(optionProblems({ batchSize: 0 })).toEqual([expect.stringMatching(/^batchSize must not be less than 1/)]);
+    expect(optionProblems({ pollIntervalMs: 'fast' })).toEqual(expect.arrayContaining([expect.stringMatching(/^pollIntervalMs/)]));
+    expect(optionProblems({ backoffJitter: 2 })).toEqual([expect.stringMatching(/^backoffJitter/)]);
+    expect(optionProblems({ notifyChannel: 'x; DROP TABLE y' })).toEqual([expect.stringMatching(/^notifyChannel/)]);
+    expect(optionProblems({ isFatalError: 'yes' })).toEqual(['isFatalError must be a function']);
   });
 
   it('bounds maxPayloadBytes by RabbitMQ’s default message size, 1 MiB by default', () => {
     expect(validateOutboxOptions(undefined).maxPayloadBytes).toBe(1_048_576);
     expect(validateOutboxOptions({ maxPayloadBytes: 134_217_728 }).maxPayloadBytes).toBe(134_217_728);
-    expect(problemsOf({ maxPayloadBytes: 0 })).toEqual([expect.stringMatching(/^maxPayloadBytes must not be less than 1/)]);
-    expect(problemsOf({ maxPayloadBytes: 134_217_729 })).toEqual([expect.stringMatching(/^maxPayloadBytes must not be greater than 134217728/)]);
+    expect(optionProblems({ maxPayloadBytes: 0 })).toEqual([expect.stringMatching(/^maxPayloadBytes must not be less than 1/)]);
+    expect(optionProblems({ maxPayloadBytes: 134_217_729 })).toEqual([expect.stringMatching(/^maxPayloadBytes must not be greater than 134217728/)]);
   });
 
   it('reports every bad option at once, and unknown ones by name', () => {
-    const problems = problemsOf({ batchSize: -1, maxAttempts: 0, batchsize: 5 });
+    const problems = optionProblems({ batchSize: -1, maxAttempts: 0, batchsize: 5 });
     expect(problems).toEqual(
       expect.arrayContaining([expect.stringMatching(/^batchSize/), expect.stringMatching(/^maxAttempts/), 'batchsize is not an OutboxModule option']),
     );
   });
 
   it('rejects combinations that would reclaim live sends or invert the backoff', () => {
-    expect(problemsOf({ sendTimeoutMs: 5_000, stuckReclaimAfterMs: 5_000, stuckWarnAfterMs: 1_000 })).toEqual([
+    expect(optionProblems({ sendTimeoutMs: 5_000, stuckReclaimAfterMs: 5_000, stuckWarnAfterMs: 1_000 })).toEqual([
       expect.stringMatching(/^stuckReclaimAfterMs must exceed sendTimeoutMs/),
     ]);
-    expect(problemsOf({ backoffBaseMs: 10_000, backoffMaxMs: 1_000 })).toEqual(['backoffMaxMs must be at least backoffBaseMs']);
-    expect(problemsOf({ stuckWarnAfterMs: 600_000 })).toEqual(['stuckWarnAfterMs must not exceed stuckReclaimAfterMs']);
+    expect(optionProblems({ backoffBaseMs: 10_000, backoffMaxMs: 1_000 })).toEqual(['backoffMaxMs must be at least backoffBaseMs']);
+    expect(optionProblems({ stuckWarnAfterMs: 600_000 })).toEqual(['stuckWarnAfterMs must not exceed stuckReclaimAfterMs']);
   });
 
   it('puts the option names in the error message', () => {
