@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { OutboxMessageInvalidError } from '../../lib';
 import { encodedHeadersSize } from '../../lib/message/amqp-header-table';
+import { AMQP_HEADERS_MAX_BYTES, DELIVERY_HEADERS_RESERVED_BYTES } from '../../lib/message/message-limits';
 import { amqplibRoundTrip, canonicalJson } from '../support/amqplib-codec';
 import { headers } from '../support/message-arbitraries';
 
@@ -46,16 +47,27 @@ describe('encodedHeadersSize, against amqplib’s own codec', () => {
     );
   });
 
-  it('refuses nothing that amqplib and RabbitMQ carry as given within the nesting limit', () => {
+  it('refuses nothing that amqplib and RabbitMQ carry as given within the nesting limit and the room publish() leaves', () => {
+    // publish() keeps the last bytes of amqplib's 64 KiB for the delivery headers every send adds.
+    const room = AMQP_HEADERS_MAX_BYTES - DELIVERY_HEADERS_RESERVED_BYTES;
     fc.assert(
       fc.property(sentHeaders, (table) => {
         const size = carriedAsGiven(table);
         const routingHeadersOk = ['CC', 'BCC'].every((name) => !(name in table) || Array.isArray(table[name]));
-        if (size === undefined || !routingHeadersOk || levels(table) > 100) return;
+        if (size === undefined || size > room || !routingHeadersOk || levels(table) > 100) return;
         expect(encodedHeadersSize(table)).toBe(size);
       }),
       { numRuns: 3_000 },
     );
+  });
+
+  it('refuses a table amqplib could carry only in the room kept for the delivery headers', () => {
+    const room = AMQP_HEADERS_MAX_BYTES - DELIVERY_HEADERS_RESERVED_BYTES;
+    // One short-string header: 4 bytes of table length, 1 + 1 for its name, 1 for its type, 4 for its length.
+    const filling = (bytes: number) => ({ h: 'x'.repeat(bytes - 11) });
+    expect(encodedHeadersSize(filling(room))).toBe(room);
+    expect(carriedAsGiven(filling(room + 1))).toBe(room + 1);
+    expect(() => encodedHeadersSize(filling(room + 1))).toThrow(OutboxMessageInvalidError);
   });
 
   it('finds both outcomes in the generated tables', () => {
