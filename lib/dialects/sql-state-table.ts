@@ -133,13 +133,12 @@ export abstract class SqlStateTable implements StateTable {
   async deleteFinished(dataSource: DataSource, olderThanMs: number, limit: number): Promise<number> {
     // Oldest ids first, through the primary key: finished history sits at the low end.
     const p = this.flavour.filter.placeholder;
-    const lock = this.flavour.skipLocked ? `\n         ${this.flavour.skipLocked()}` : '';
+    const chosen = `SELECT id FROM ${this.table}
+         WHERE ${FINISHED_SQL} AND processed_at < ${this.flavour.nowMinus(p(1))}
+         ORDER BY id LIMIT ${p(2)}`;
     const result = await this.flavour.run(
       dataSource,
-      `DELETE FROM ${this.table} WHERE id IN (
-         SELECT id FROM ${this.table}
-         WHERE ${FINISHED_SQL} AND processed_at < ${this.flavour.nowMinus(p(1))}
-         ORDER BY id LIMIT ${p(2)}${lock})${this.flavour.returningId}`,
+      `${this.chosenOnce(chosen)}DELETE FROM ${this.table} WHERE id IN (${this.chosenIds(chosen)})${this.flavour.returningId}`,
       [this.flavour.duration(olderThanMs), limit],
     );
     return result.changed;
@@ -205,12 +204,30 @@ export abstract class SqlStateTable implements StateTable {
     if (statuses.length === 0) return { changed: 0, lastId: null };
     const params = new SqlParams(this.flavour.filter.placeholder);
     const chosen = changeCandidatesSql({ table: this.table }, this.scope, change, filter, statuses, batch, 'c.id', params, this.flavour.filter);
-    const candidates = this.flavour.skipLocked ? `${chosen}\n      ${this.flavour.skipLocked('c')}` : chosen;
-    const rows = `WHERE id IN (${candidates}) AND ${statusInSql('status', statuses)} RETURNING ${this.flavour.selectId('id')} AS id`;
+    const rows = `WHERE id IN (${this.chosenIds(chosen)}) AND ${statusInSql('status', statuses)} RETURNING ${this.flavour.selectId('id')} AS id`;
     const sql =
-      change === 'purge' ? `DELETE FROM ${this.table} ${rows}` : `UPDATE ${this.table} SET ${changeAssignments(change, this.scope, this.flavour.now)} ${rows}`;
+      this.chosenOnce(chosen, 'c') +
+      (change === 'purge'
+        ? `DELETE FROM ${this.table} ${rows}`
+        : `UPDATE ${this.table} SET ${changeAssignments(change, this.scope, this.flavour.now)} ${rows}`);
     const result = await this.flavour.run(dataSource, sql, params.values);
     return outcomeOfChanged(result.rows.map((r) => String(r.id)));
+  }
+
+  /**
+   * Where the database locks what a statement chooses (`skipLocked`): the choice, locked, as a
+   * MATERIALIZED CTE `chosen`, made once. As an IN subquery the planner may rescan it for every
+   * row, and each rescan passes over the rows the statement already changed and locks the next
+   * ones, so a batch would take more rows than its limit. Empty where nothing is locked.
+   */
+  private chosenOnce(chosen: string, alias?: string): string {
+    if (!this.flavour.skipLocked) return '';
+    return `WITH chosen AS MATERIALIZED (${chosen}\n      ${this.flavour.skipLocked(alias)})\n      `;
+  }
+
+  /** The ids of the choice: from `chosen` where `chosenOnce` made it, else the choice itself. */
+  private chosenIds(chosen: string): string {
+    return this.flavour.skipLocked ? 'SELECT id FROM chosen' : chosen;
   }
 
   /** The SET list giving a claim back unattempted: due now, PENDING unless it failed before. */

@@ -67,13 +67,15 @@ export class PostgresStateTable extends SqlStateTable {
     const columns = archive.columns.join(', ');
     const result = await execute(
       dataSource,
-      `WITH moved AS (
-         DELETE FROM ${this.table} WHERE id IN (
-           SELECT id FROM ${this.table}
-           WHERE ${FINISHED_SQL} AND processed_at < now() - $1 * interval '1 millisecond'
-           ORDER BY id LIMIT $2
-           FOR UPDATE SKIP LOCKED)
-         AND ${FINISHED_SQL}
+      // The batch is chosen once, in a MATERIALIZED CTE: as an IN subquery it may be rescanned
+      // per row, each rescan taking rows past the limit.
+      `WITH chosen AS MATERIALIZED (
+         SELECT id FROM ${this.table}
+         WHERE ${FINISHED_SQL} AND processed_at < now() - $1 * interval '1 millisecond'
+         ORDER BY id LIMIT $2
+         FOR UPDATE SKIP LOCKED),
+       moved AS (
+         DELETE FROM ${this.table} WHERE id IN (SELECT id FROM chosen) AND ${FINISHED_SQL}
          RETURNING ${columns})
        INSERT INTO ${archive.quoted} (${columns}, archived_at)
        SELECT ${columns}, now() FROM moved
