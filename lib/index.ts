@@ -1,5 +1,5 @@
 export { OutboxModule } from './outbox.module';
-export type { OutboxModuleStaticOptions } from './outbox-module-definition';
+export type { OutboxModuleStaticOptions } from './options/outbox-module-static-options';
 export {
   getInboxWorkerToken,
   getOutboxAdminToken,

@@ -11,13 +11,8 @@ import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
 import { InboxConsumers } from './inbox/inbox-consumers';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
 import { InboxWakeup } from './inbox/inbox-wakeup';
-import {
-  ConfigurableOutboxModule,
-  OUTBOX_ASYNC_OPTIONS_TYPE,
-  OUTBOX_MODULE_RAW_OPTIONS,
-  OUTBOX_OPTIONS_TYPE,
-  OutboxModuleStaticOptions,
-} from './outbox-module-definition';
+import { ConfigurableOutboxModule, OUTBOX_ASYNC_OPTIONS_TYPE, OUTBOX_MODULE_RAW_OPTIONS, OUTBOX_OPTIONS_TYPE } from './outbox-module-definition';
+import { OutboxModuleStaticOptions } from './options/outbox-module-static-options';
 import {
   DATABASE_DIALECT,
   INBOX_DIALECT,

@@ -23,12 +23,17 @@ const RETENTION_INTERVAL_NAME = 'nestjs-outbox:retention';
  */
 @Injectable()
 export class Retention implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(Retention.name);
+  private namedLogger?: Logger;
   /** Each table, and its archive in archive mode. */
   private readonly tables: { table: StateTable; archive?: ArchiveTable }[];
   private running?: Promise<Record<string, number>>;
-  /** Which outbox this is: its interval's name carries a named outbox's name. */
+  /** Which outbox this is: its interval's name and log context carry a named outbox's name. */
   @Inject(OutboxIdentity) private readonly identity!: OutboxIdentity;
+
+  /** Made on first use: the identity is injected after construction. */
+  private get logger(): Logger {
+    return (this.namedLogger ??= new Logger(this.identity.logContext(Retention.name)));
+  }
 
   /**
    * Nest creates it: inject it rather than constructing it.

@@ -1,5 +1,5 @@
 import { OutboxOptionsError } from '../errors';
-import type { OutboxModuleStaticOptions } from '../outbox-module-definition';
+import type { OutboxModuleStaticOptions } from './outbox-module-static-options';
 import { laneOptionProblems } from './transport-lanes';
 import { outboxNameProblem } from '../naming/outbox-name';
 import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, tableNameProblem, tableNamesClash, TableNames } from './table-names';
