@@ -31,6 +31,15 @@ const verifyKnown = (headers: WebhookHeaders, extra: { secrets?: string | string
 
 const secretOf = (key: Uint8Array) => `whsec_${Buffer.from(key).toString('base64')}`;
 const keys = fc.uint8Array({ minLength: 1, maxLength: 64 });
+/**
+ * What HMAC-SHA256 makes of a key of at most its 64-byte block: the key padded with zero bytes.
+ * Keys that differ only in trailing zero bytes ([0, 0] and [0]) are one key to it.
+ */
+function hmacKey(key: Uint8Array): string {
+  let end = key.length;
+  while (end > 0 && key[end - 1] === 0) end--;
+  return Buffer.from(key.subarray(0, end)).toString('hex');
+}
 const ids = fc.stringMatching(/^[\x21-\x2d\x2f-\x7e]{1,64}$/);
 const timestamps = fc.integer({ min: 0, max: 4_000_000_000 });
 const bodies = fc.uint8Array({ maxLength: 2_048 }).map((bytes) => Buffer.from(bytes));
@@ -178,21 +187,15 @@ describe('signing and verifying, for any input', () => {
 
   it('accepts a signature by any of several secrets, and none by a secret rotated out', () => {
     fc.assert(
-      fc.property(
-        bodies,
-        ids,
-        timestamps,
-        fc.uniqueArray(keys, { minLength: 3, maxLength: 3, selector: (key) => secretOf(key) }),
-        (body, id, timestamp, [a, b, c]) => {
-          const [retired, previous, current] = [a, b, c].map(secretOf);
-          const verify = (signer: string, secrets: string[]) =>
-            verifyWebhook({ headers: headersOf(id, timestamp, signWebhook({ id, timestamp, body, secret: signer })), body, secrets, now: at(timestamp) }).ok;
-          expect(verify(previous, [current, previous])).toBe(true);
-          expect(verify(current, [current, previous])).toBe(true);
-          expect(verify(retired, [current, previous])).toBe(false);
-          expect(verify(previous, [current])).toBe(false);
-        },
-      ),
+      fc.property(bodies, ids, timestamps, fc.uniqueArray(keys, { minLength: 3, maxLength: 3, selector: hmacKey }), (body, id, timestamp, [a, b, c]) => {
+        const [retired, previous, current] = [a, b, c].map(secretOf);
+        const verify = (signer: string, secrets: string[]) =>
+          verifyWebhook({ headers: headersOf(id, timestamp, signWebhook({ id, timestamp, body, secret: signer })), body, secrets, now: at(timestamp) }).ok;
+        expect(verify(previous, [current, previous])).toBe(true);
+        expect(verify(current, [current, previous])).toBe(true);
+        expect(verify(retired, [current, previous])).toBe(false);
+        expect(verify(previous, [current])).toBe(false);
+      }),
     );
   });
 
