@@ -33,6 +33,7 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
   private lastNotifyAt = 0;
   private stopListening?: () => Promise<void>;
   private relistenTimer?: NodeJS.Timeout;
+  private listening?: Promise<void>;
   private closed = false;
 
   constructor(
@@ -74,13 +75,22 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
   /** Starts receiving other instances' signals (where the database has them). */
   async startListening(): Promise<void> {
     if (!this.options.notifyEnabled || !this.dialect.listen || this.closed) return;
+    // Shutdown waits for a listen in progress: the connection it takes must be back in its pool
+    // before the pool closes, or closing the pool waits for it for ever.
+    this.listening = this.listen(this.dialect.listen.bind(this.dialect));
+    await this.listening;
+  }
+
+  private async listen(listen: NonNullable<OutboxDialect['listen']>): Promise<void> {
     try {
-      this.stopListening = await this.dialect.listen(
+      const stop = await listen(
         this.listenDataSource,
         this.options.notifyChannel,
         () => this.wake(),
         (error) => this.listenLost(error),
       );
+      if (this.closed) return await stop();
+      this.stopListening = stop;
       // Signals sent while nobody listened are lost: look once now.
       this.wake();
     } catch (error) {
@@ -107,6 +117,7 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
   async beforeApplicationShutdown(): Promise<void> {
     this.closed = true;
     clearTimeout(this.relistenTimer);
+    await this.listening;
     const index = this.dataSource.subscribers.indexOf(this);
     if (index >= 0) this.dataSource.subscribers.splice(index, 1);
     await this.stopListening?.();

@@ -1,0 +1,53 @@
+import { DataSource } from 'typeorm';
+import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
+import { OutboxModuleOptions } from '../../lib/options/outbox-module-options';
+import { OutboxWakeup } from '../../lib/outbox/outbox-wakeup';
+
+/** A dialect whose LISTEN answers when the test says, as a connection taken from a busy pool does. */
+function slowListeningDialect() {
+  let answer!: () => void;
+  const stopped = jest.fn(async () => undefined);
+  const dialect = {
+    listen: () =>
+      new Promise<() => Promise<void>>((resolve) => {
+        answer = () => resolve(stopped);
+      }),
+  } as unknown as OutboxDialect;
+  return { dialect, stopped, answer: () => answer() };
+}
+
+function wakeupOn(dialect: OutboxDialect): OutboxWakeup {
+  const dataSource = { subscribers: [] } as unknown as DataSource;
+  const options = Object.assign(new OutboxModuleOptions(), { notifyEnabled: true });
+  return new OutboxWakeup(dataSource, dataSource, dialect, options);
+}
+
+describe('OutboxWakeup shutdown', () => {
+  it('gives back a listening connection that arrives after shutdown began', async () => {
+    const { dialect, stopped, answer } = slowListeningDialect();
+    const wakeup = wakeupOn(dialect);
+    const listening = wakeup.startListening();
+
+    let shutDown = false;
+    const shutdown = wakeup.beforeApplicationShutdown().then(() => (shutDown = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    // The pool cannot close while the listen holds a connection: shutdown waits for it.
+    expect(shutDown).toBe(false);
+
+    answer();
+    await Promise.all([listening, shutdown]);
+    expect(stopped).toHaveBeenCalledTimes(1);
+  });
+
+  it('does not wake anyone for a listen that completes after shutdown', async () => {
+    const { dialect, answer } = slowListeningDialect();
+    const wakeup = wakeupOn(dialect);
+    const woken = jest.fn();
+    wakeup.subscribe(woken);
+    const listening = wakeup.startListening();
+    const shutdown = wakeup.beforeApplicationShutdown();
+    answer();
+    await Promise.all([listening, shutdown]);
+    expect(woken).not.toHaveBeenCalled();
+  });
+});
