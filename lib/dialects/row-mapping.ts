@@ -52,7 +52,7 @@ export function toOutboxMessageState(row: SelectedRow, converted: Pick<OutboxMes
 }
 
 export function toExpiredClaim(row: SelectedRow, converted: Pick<ExpiredClaim, 'id'>): ExpiredClaim {
-  return { ...toAttemptedClaim(row, converted.id), claimedBy: row.claimed_by };
+  return { ...toAttemptedClaim(row, converted.id), claimedBy: row.claimed_by, lastError: row.last_error };
 }
 
 export function toParkedKey(row: SelectedRow): ParkedKey {

@@ -98,7 +98,7 @@ export abstract class SqlStateTable implements StateTable {
     const p = this.flavour.filter.placeholder;
     const result = await this.flavour.run(
       dataSource,
-      `SELECT ${this.flavour.selectId('id')} AS id, claim_token, attempts, max_attempts, claimed_by, ordering_key FROM ${this.table}
+      `SELECT ${this.flavour.selectId('id')} AS id, claim_token, attempts, max_attempts, claimed_by, ordering_key, last_error FROM ${this.table}
        WHERE status = '${PROCESSING}' AND claimed_at < ${this.flavour.nowMinus(p(1))}
        ORDER BY claimed_at LIMIT ${p(2)}`,
       [this.flavour.duration(olderThanMs), limit],

@@ -28,6 +28,8 @@ export interface FailedSettlement extends ClaimRef {
 /** A PROCESSING row whose claim is older than the reclaim threshold. */
 export interface ExpiredClaim extends AttemptedClaim {
   claimedBy: string | null;
+  /** Why the attempt before this claim failed, if one did: kept when the reclaim records its own reason. */
+  lastError: string | null;
 }
 
 /** Counts the stuck detector reports. */

@@ -93,4 +93,22 @@ describe('Claims and settles fenced by the claim token', () => {
     expect(await rowOf(messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', attempts: 1, claim_token: null });
     expect((await rowOf(messageId)).last_error).toMatch(/dead-instance expired/);
   });
+
+  it('keeps the earlier failure when the last attempt is a reclaimed claim', async () => {
+    const messageId = await publishOne('fence-5');
+    await database.sql(`UPDATE {outbox_message} SET max_attempts = 2 WHERE message_id = ?`, [messageId]);
+    const [first] = await dialect().claim(dataSource, 100, randomUUID(), 'first-instance');
+    const cause = 'ExchangeNotFoundError: exchange "gone" does not exist';
+    expect(
+      await dialect().settleFailed(dataSource, [{ id: first.id, claimToken: first.claimToken, status: MessageStatus.FAILED, delayMs: 0, error: cause }]),
+    ).toBe(1);
+    await setColumn('next_attempt_at', database.timeAgo(0), messageId);
+    // The second and last attempt's claimant dies before it settles.
+    await dialect().claim(dataSource, 100, randomUUID(), 'dead-instance');
+    await setColumn('claimed_at', database.timeAgo(HOUR), messageId);
+    await app.get(StuckDetector).check();
+    const row = await rowOf(messageId);
+    expect(row).toMatchObject({ status: 'MANUAL_REQUIRED', attempts: 2, claim_token: null });
+    expect(row.last_error).toBe(`Error: claim by dead-instance expired after 1000 ms without a settle; the attempt before failed: ${cause}`);
+  });
 });

@@ -241,6 +241,7 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
                   claimedBy: `host-${i}`,
                   attempts: i % 3,
                   orderingKey: i % 2 ? `k${i}` : null,
+                  lastError: i % 3 ? `attempt ${i % 3} failed` : null,
                 })),
               );
               const expected = rows
@@ -255,6 +256,7 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
                   maxAttempts: 5,
                   claimedBy: row.claimedBy,
                   orderingKey: row.orderingKey,
+                  lastError: row.lastError,
                 }));
               expect(await table().findExpiredClaims(t.dataSource, threshold, limit)).toEqual(expected);
             }),

@@ -200,7 +200,9 @@ describeSqlite('SQLite dialect', () => {
 
       await ageClaims(OUTBOX_TABLE, 120_000);
       const expired = await tables.outbox.findExpiredClaims(dataSource, 60_000, 10);
-      expect(expired).toEqual([{ id: old.id, claimToken: old.claimToken, attempts: 0, maxAttempts: 3, orderingKey: null, claimedBy: 'slow-instance' }]);
+      expect(expired).toEqual([
+        { id: old.id, claimToken: old.claimToken, attempts: 0, maxAttempts: 3, orderingKey: null, claimedBy: 'slow-instance', lastError: null },
+      ]);
       expect(await tables.outbox.healthCounts(dataSource, 60_000)).toEqual({ backlog: 2, staleProcessing: 1 });
 
       // The stuck detector's reclaim is a failed attempt under the expired token.
