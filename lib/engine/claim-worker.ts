@@ -41,16 +41,24 @@ export class ClaimWorker<T extends AttemptedClaim> {
   /** A trigger that no loop has looked for since: the next loop to finish a cycle claims again. */
   private lookAgain = false;
   private stopping = false;
+  /** Claim statements sent and not yet answered. */
+  private claimsInFlight = 0;
   /** Rows claimed since start-up, so that drain() can say whether it found any. */
   private claimedRows = 0;
 
   constructor(private readonly spec: ClaimWorkerSpec<T>) {}
 
-  /** Claims now, or makes a busy loop claim again when it is done. Never throws. */
+  /**
+   * Claims now, or as soon as the claim in flight returns, or makes a busy loop claim again when
+   * it is done. Never throws.
+   */
   trigger(): void {
     if (this.stopping) return;
     this.lookAgain = true;
-    this.spawn();
+    // A second claim beside one in flight finds the rows that one is taking locked or taken: under
+    // a stream of commits, most such claims came back empty or with one row. The next claim
+    // starts when the one in flight returns, and takes everything committed meanwhile.
+    if (this.claimsInFlight === 0) this.spawn();
   }
 
   /** Runs until no due row is left; resolves, when done, with how many rows were claimed meanwhile. */
@@ -133,11 +141,21 @@ export class ClaimWorker<T extends AttemptedClaim> {
    */
   private async claim(claimToken: string): Promise<T[]> {
     try {
-      return await this.spec.claim(this.spec.batchSize, claimToken);
+      return await this.claimCounted(claimToken);
     } catch (error) {
       const released = await persistently(() => this.spec.table.releaseClaim(this.spec.dataSource, claimToken)).catch(() => 0);
       if (released > 0) this.spec.logger.warn(`Gave back ${released} ${this.spec.table.label} row(s) of a claim whose reply was lost`);
       throw error;
+    }
+  }
+
+  private async claimCounted(claimToken: string): Promise<T[]> {
+    this.claimsInFlight++;
+    try {
+      return await this.spec.claim(this.spec.batchSize, claimToken);
+    } finally {
+      // A trigger that came while this claim was in flight claims now, in a loop of its own.
+      if (--this.claimsInFlight === 0 && this.lookAgain) this.spawn();
     }
   }
 }

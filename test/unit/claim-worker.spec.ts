@@ -14,6 +14,11 @@ class FakeQueue {
   private release: (() => void)[] = [];
 
   ready = true;
+  /** While set, each claim statement waits for `answerClaims()` before it takes its rows. */
+  holdClaims = false;
+  claimsInFlight = 0;
+  maxClaimsInFlight = 0;
+  private claimAnswers: (() => void)[] = [];
   /** Claims whose statement fails after taking its rows, as when the reply of a committed claim is lost. */
   failNextClaims = 0;
   /** Tokens given back by `releaseClaim`. */
@@ -43,6 +48,10 @@ class FakeQueue {
       logger: { error: () => undefined, warn: () => undefined, log: () => undefined } as unknown as Logger,
       claim: async (limit, claimToken) => {
         this.claims++;
+        this.claimsInFlight++;
+        this.maxClaimsInFlight = Math.max(this.maxClaimsInFlight, this.claimsInFlight);
+        if (this.holdClaims) await new Promise<void>((resolve) => this.claimAnswers.push(resolve));
+        this.claimsInFlight--;
         const rows = this.due.splice(0, limit);
         if (this.failNextClaims > 0) {
           this.failNextClaims--;
@@ -59,6 +68,10 @@ class FakeQueue {
         this.processing--;
       },
     });
+  }
+
+  answerClaims(): void {
+    for (const answer of this.claimAnswers.splice(0)) answer();
   }
 
   finishAll(): void {
@@ -107,6 +120,33 @@ describe('ClaimWorker', () => {
     await worker.drain();
     expect(queue.processed.sort()).toEqual([1, 2, 3]);
     expect(queue.maxProcessing).toBe(2);
+  });
+
+  it('sends no second claim beside one in flight, and claims what came meanwhile as it returns', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(10, 4, true);
+    queue.holdClaims = true;
+    queue.due = [1];
+    worker.trigger();
+    // Commits while the first claim is in flight: each would have started a claim of its own.
+    for (const row of [2, 3, 4]) {
+      queue.due.push(row);
+      worker.trigger();
+    }
+    await tick();
+    expect(queue.claims).toBe(1);
+
+    queue.answerClaims();
+    await tick();
+    // The first claim took what was due when it ran; the triggers it did not cover start one claim.
+    expect(queue.claims).toBe(2);
+    queue.holdClaims = false;
+    queue.answerClaims();
+    queue.finishAll();
+    await worker.drain();
+    queue.finishAll();
+    expect(queue.processed.sort()).toEqual([1, 2, 3, 4]);
+    expect(queue.maxClaimsInFlight).toBe(1);
   });
 
   it('works a backlog with all its loops', async () => {
