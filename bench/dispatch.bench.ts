@@ -4,6 +4,7 @@ import { DatabaseKind, TestDatabase, testDatabase } from '../test/support/databa
 import { benchDatabases, databaseLabel } from './support/bench-databases';
 import { BenchQueue, publishConfirmWindow } from './support/broker';
 import { openOutboxBacklog, OutboxBacklog } from './support/outbox-backlog';
+import { CpuMeter, SERVER_COMMANDS } from './support/process-cpu';
 import { formatRate, summarise } from './support/stats';
 
 const NAMESPACE = 'bench_dispatch';
@@ -36,6 +37,8 @@ export interface DispatchRow {
   firstClaim: string;
   /** Messages/s from the first claim until every row is DONE: the drain without its wake-up. */
   afterFirstClaim: string;
+  /** CPU µs per message of the sending processes, the database server and the broker (from /proc). */
+  cpuPerMessage: string;
 }
 
 interface Variant {
@@ -94,6 +97,14 @@ interface Drain {
   firstClaimMs: number;
   /** Messages/s from the first claim on. */
   rateAfterFirstClaim: number;
+  cpu: CpuPerMessage;
+}
+
+/** CPU µs per message of each side of a drain, where /proc can tell. */
+interface CpuPerMessage {
+  sender?: number;
+  database?: number;
+  broker?: number;
 }
 
 /**
@@ -125,11 +136,17 @@ export async function benchDispatch(): Promise<DispatchRow[]> {
 async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue: BenchQueue): Promise<DispatchRow[]> {
   const baselineName = `plain amqplib, confirm window ${WINDOW.toLocaleString('en-US')}`;
   const baselines: number[] = [];
+  const baselineCpu: CpuPerMessage[] = [];
   const results: Record<string, Drain[]> = {};
   const baselinesPerVariant = Math.ceil(RUNS / plan.variants.length);
+  const broker = CpuMeter.ofCommand(SERVER_COMMANDS.rabbitmq);
+  const server = CpuMeter.ofCommand(SERVER_COMMANDS[database.kind as keyof typeof SERVER_COMMANDS]);
   const baselineRun = async () => {
     await queue.purge();
+    const [brokerUsed, ownCpu] = [broker.start(), process.cpuUsage()];
     baselines.push(await publishConfirmWindow(EXCHANGE, plan.messages, WINDOW));
+    const own = process.cpuUsage(ownCpu);
+    baselineCpu.push(perMessage({ sender: own.user + own.system, broker: brokerUsed() }, plan.messages));
   };
 
   await database.reset();
@@ -141,7 +158,7 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
       children = await startDispatchers(database, variant, index === 0);
       for (let run = 0; run < (variant.runs ?? RUNS); run++) {
         if (run > 0 && run < baselinesPerVariant) await baselineRun();
-        (results[variant.name] ??= []).push(await drainOnce(backlog, queue, children, plan.messages));
+        (results[variant.name] ??= []).push(await drainOnce(backlog, queue, children, plan.messages, { server, broker }));
       }
       await Promise.all(children.map((child) => child.stop()));
       if (variant.openTelemetry) reportOpenTelemetry(variant, children);
@@ -154,7 +171,7 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
   }
 
   const baseline = summarise(baselines).median;
-  const row = (variant: string, rates: number[], drains?: Drain[]): DispatchRow => {
+  const row = (variant: string, rates: number[], cpu: CpuPerMessage[], drains?: Drain[]): DispatchRow => {
     const summary = summarise(rates);
     return {
       database: databaseLabel(database.kind),
@@ -164,14 +181,16 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
       ratio: (summary.median / baseline).toFixed(2),
       firstClaim: drains ? `${formatMs(drains.map((d) => d.firstClaimMs))} (${backlog.wakesDispatchers ? 'NOTIFY' : 'next poll'})` : '–',
       afterFirstClaim: drains ? formatRate(summarise(drains.map((d) => d.rateAfterFirstClaim))) : '–',
+      cpuPerMessage: formatCpu(cpu),
     };
   };
   return [
-    row(baselineName, baselines),
+    row(baselineName, baselines, baselineCpu),
     ...Object.entries(results).map(([name, drains]) =>
       row(
         name,
         drains.map((d) => d.rate),
+        drains.map((d) => d.cpu),
         drains,
       ),
     ),
@@ -194,10 +213,19 @@ async function startDispatchers(database: TestDatabase, variant: Variant, firstO
  * database can) and returns messages/s from that commit until no row is PENDING, FAILED or
  * PROCESSING.
  */
-async function drainOnce(backlog: OutboxBacklog, queue: BenchQueue, children: ChildApp[], messages: number): Promise<Drain> {
+async function drainOnce(
+  backlog: OutboxBacklog,
+  queue: BenchQueue,
+  children: ChildApp[],
+  messages: number,
+  meters: { server: CpuMeter; broker: CpuMeter },
+): Promise<Drain> {
   await backlog.clear();
   await queue.purge();
+  const senderUsed = CpuMeter.ofPids(children.map((child) => child.pid)).start();
   const started = await backlog.seed(EXCHANGE, messages);
+  // From the commit on: the seeding INSERT is not the drain's work.
+  const [serverUsed, brokerUsed] = [meters.server.start(), meters.broker.start()];
   const deadline = started + DRAIN_TIMEOUT_MS;
   for (;;) {
     if (!(await backlog.busy())) break;
@@ -207,6 +235,7 @@ async function drainOnce(backlog: OutboxBacklog, queue: BenchQueue, children: Ch
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const elapsedMs = performance.now() - started;
+  const cpu = perMessage({ sender: senderUsed(), database: serverUsed(), broker: brokerUsed() }, messages);
 
   const outcome = await backlog.outcome();
   if (outcome.done !== messages) throw new Error(`expected ${messages} DONE rows, found ${outcome.done} of ${outcome.total}`);
@@ -216,7 +245,22 @@ async function drainOnce(backlog: OutboxBacklog, queue: BenchQueue, children: Ch
     rate: messages / (elapsedMs / 1000),
     firstClaimMs: outcome.firstClaimMs,
     rateAfterFirstClaim: messages / ((elapsedMs - outcome.firstClaimMs) / 1000),
+    cpu,
   };
+}
+
+function perMessage(used: CpuPerMessage, messages: number): CpuPerMessage {
+  const each = (micros: number | undefined) => (micros === undefined ? undefined : micros / messages);
+  return { sender: each(used.sender), database: each(used.database), broker: each(used.broker) };
+}
+
+/** Medians of each side's CPU per message, as `sender / database / broker µs`; `–` where /proc could not tell. */
+function formatCpu(cpu: CpuPerMessage[]): string {
+  const median = (key: keyof CpuPerMessage) => {
+    const values = cpu.map((c) => c[key]).filter((v): v is number => v !== undefined);
+    return values.length === 0 ? '–' : String(Math.round(summarise(values).median));
+  };
+  return `${median('sender')} / ${median('database')} / ${median('broker')} µs`;
 }
 
 /** Median and spread of millisecond figures. */

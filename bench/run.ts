@@ -30,7 +30,7 @@ const SECTIONS: Section[] = [
   {
     key: 'dispatch',
     title: 'Dispatch: a PENDING backlog drained to RabbitMQ, all confirmed',
-    note: "Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database's drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog at their next poll (pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on. The OpenTelemetry row: the PostgreSQL defaults row again with an SDK (metrics and traces) registered in the dispatcher's process, every send a recorded span.",
+    note: "Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database's drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog at their next poll (pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on. The OpenTelemetry row: the PostgreSQL defaults row again with an SDK (metrics and traces) registered in the dispatcher's process, every send a recorded span. cpuPerMessage: CPU time per message (from /proc, medians) of the sending processes (the dispatchers, or the bench process for plain amqplib) / the database server's processes from the backlog's commit on / the broker's; on a machine with cores for all three, the largest share bounds the rate, on two cores their sum does.",
     run: benchDispatch,
   },
   {
