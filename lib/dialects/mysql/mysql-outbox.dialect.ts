@@ -12,6 +12,7 @@ import { execute, SqlTarget } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
 import { forceIndex, isoTime, microseconds, MysqlTable, NOW, toDate, utcDatetime } from './mysql-sql';
 import { MysqlStateTable } from './mysql-state-table';
+import { messageColumnValues, OUTBOX_INSERT_COLUMNS } from '../outbox-insert-values';
 
 const { PENDING, ABANDONED } = MessageStatus;
 
@@ -42,24 +43,10 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
     const result = await execute(
       manager,
       `INSERT IGNORE INTO ${this.table}
-         (message_id, message_type, biz_key, ordering_key, transport, exchange, routing_key, destination, payload, headers, status, max_attempts, next_attempt_at, created_at)
+         (${OUTBOX_INSERT_COLUMNS}, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?,
                GREATEST(${NOW} + INTERVAL ? MICROSECOND, COALESCE(CAST(? AS DATETIME(6)), ${NOW})), ${NOW})`,
-      [
-        row.messageId,
-        row.type,
-        row.bizKey,
-        row.orderingKey,
-        row.transport,
-        row.exchange,
-        row.routingKey,
-        row.destination,
-        row.payload,
-        row.headers,
-        row.maxAttempts,
-        microseconds(row.delayMs),
-        row.availableAt === null ? null : utcDatetime(row.availableAt),
-      ],
+      [...messageColumnValues(row), row.maxAttempts, microseconds(row.delayMs), row.availableAt === null ? null : utcDatetime(row.availableAt)],
     );
     return result.affected === 1;
   }

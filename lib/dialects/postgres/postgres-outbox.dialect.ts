@@ -10,6 +10,7 @@ import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule } from '../status-sql';
 import { claimableByTransportSql, toCountsByTransport } from '../status-sql';
 import { PostgresStateTable } from './postgres-state-table';
 import { execute, SqlTarget } from '../sql-executor';
+import { messageColumnValues, OUTBOX_INSERT_COLUMNS } from '../outbox-insert-values';
 
 const { PENDING, PROCESSING, ABANDONED } = MessageStatus;
 
@@ -29,26 +30,12 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     const result = await execute(
       manager,
       `INSERT INTO ${this.table}
-         (message_id, message_type, biz_key, ordering_key, transport, exchange, routing_key, destination, payload, headers, status, max_attempts, next_attempt_at)
+         (${OUTBOX_INSERT_COLUMNS})
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '${PENDING}', $11,
                GREATEST(now() + $12 * interval '1 millisecond', COALESCE($13::timestamptz, now())))
        ON CONFLICT DO NOTHING
        RETURNING id`,
-      [
-        row.messageId,
-        row.type,
-        row.bizKey,
-        row.orderingKey,
-        row.transport,
-        row.exchange,
-        row.routingKey,
-        row.destination,
-        row.payload,
-        row.headers,
-        row.maxAttempts,
-        row.delayMs,
-        row.availableAt,
-      ],
+      [...messageColumnValues(row), row.maxAttempts, row.delayMs, row.availableAt],
     );
     return result.records.length === 1;
   }

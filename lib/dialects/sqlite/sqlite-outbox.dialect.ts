@@ -10,6 +10,7 @@ import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule } from '../status-sql';
 import { claimableByTransportSql, toCountsByTransport } from '../status-sql';
 import { SqliteStateTable } from './sqlite-state-table';
 import { fromSqliteTime, SQLITE_NOW, sqliteNowPlusMs, toSqliteTime } from './sqlite-time';
+import { messageColumnValues, OUTBOX_INSERT_COLUMNS } from '../outbox-insert-values';
 
 const { PENDING, ABANDONED } = MessageStatus;
 
@@ -30,25 +31,11 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
     const rows = await sqliteExecute(
       manager,
       `INSERT INTO ${this.table}
-         (message_id, message_type, biz_key, ordering_key, transport, exchange, routing_key, destination, payload, headers, status, max_attempts, next_attempt_at)
+         (${OUTBOX_INSERT_COLUMNS})
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '${PENDING}', ?, max(${sqliteNowPlusMs('?')}, COALESCE(?, ${SQLITE_NOW})))
        ON CONFLICT DO NOTHING
        RETURNING id`,
-      [
-        row.messageId,
-        row.type,
-        row.bizKey,
-        row.orderingKey,
-        row.transport,
-        row.exchange,
-        row.routingKey,
-        row.destination,
-        row.payload,
-        row.headers,
-        row.maxAttempts,
-        row.delayMs,
-        row.availableAt === null ? null : toSqliteTime(row.availableAt),
-      ],
+      [...messageColumnValues(row), row.maxAttempts, row.delayMs, row.availableAt === null ? null : toSqliteTime(row.availableAt)],
     );
     return rows.length === 1;
   }
