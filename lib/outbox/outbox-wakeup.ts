@@ -75,9 +75,11 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
   /** Starts receiving other instances' signals (where the database has them). */
   async startListening(): Promise<void> {
     if (!this.options.notifyEnabled || !this.dialect.listen || this.closed) return;
+    // One listener at a time: a second would hold a connection nobody stops.
+    if (this.listening || this.stopListening) return this.listening;
     // Shutdown waits for a listen in progress: the connection it takes must be back in its pool
     // before the pool closes, or closing the pool waits for it for ever.
-    this.listening = this.listen(this.dialect.listen.bind(this.dialect));
+    this.listening = this.listen(this.dialect.listen.bind(this.dialect)).finally(() => (this.listening = undefined));
     await this.listening;
   }
 
@@ -132,9 +134,13 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
 
   private listenLost(error: Error): void {
     this.stopListening = undefined;
-    if (this.closed) return;
+    // One loss is often reported twice (the connection's error, then its LISTEN failing): one retry.
+    if (this.closed || this.relistenTimer) return;
     this.logger.warn(`Lost the wake-up listener (${error.message}); polling continues, retrying in ${RELISTEN_DELAY_MS} ms`);
-    this.relistenTimer = setTimeout(() => void this.startListening(), RELISTEN_DELAY_MS);
+    this.relistenTimer = setTimeout(() => {
+      this.relistenTimer = undefined;
+      void this.startListening();
+    }, RELISTEN_DELAY_MS);
     this.relistenTimer.unref();
   }
 }

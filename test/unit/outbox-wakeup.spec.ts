@@ -50,4 +50,33 @@ describe('OutboxWakeup shutdown', () => {
     await Promise.all([listening, shutdown]);
     expect(woken).not.toHaveBeenCalled();
   });
+
+  it('retries once for a loss reported twice, and leaves no listener behind at shutdown', async () => {
+    jest.useFakeTimers();
+    try {
+      let calls = 0;
+      let listening = 0;
+      const dialect = {
+        // The first LISTEN's connection is killed under it: its error, then the query's rejection.
+        listen: async (_dataSource: unknown, _channel: string, _onSignal: () => void, onError: (error: Error) => void) => {
+          calls++;
+          if (calls === 1) {
+            onError(new Error('terminating connection due to administrator command'));
+            throw new Error('Connection terminated unexpectedly');
+          }
+          listening++;
+          return async () => void listening--;
+        },
+      } as unknown as OutboxDialect;
+      const wakeup = wakeupOn(dialect);
+      await wakeup.startListening();
+      await jest.advanceTimersByTimeAsync(5_000);
+      expect({ calls, listening }).toEqual({ calls: 2, listening: 1 });
+
+      await wakeup.beforeApplicationShutdown();
+      expect(listening).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
