@@ -1,25 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
-
-/** /proc reports CPU times in USER_HZ ticks, 100 per second on Linux. */
-const MICROS_PER_TICK = 1_000_000 / 100;
+import { statCpuMicros } from './proc-stat';
 
 /** The server processes a drain's CPU is read from, by their command name in /proc. */
 export const SERVER_COMMANDS = { postgres: 'postgres', mariadb: 'mariadbd', mysql: 'mysqld', rabbitmq: 'beam.smp' } as const;
 
 /**
- * CPU time (µs, user + system) of a process and of its children it has reaped, from
- * /proc/<pid>/stat; undefined where there is no /proc. PostgreSQL runs a backend per connection:
- * a backend that exits during a drain is counted through the postmaster's reaped time.
+ * CPU time (µs) of a process and of its children it has reaped. PostgreSQL runs a backend per
+ * connection: a backend that exits during a drain is counted through the postmaster's reaped time.
  */
 function processCpuMicros(pid: number | string): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // After "pid (comm) ": utime, stime, cutime and cstime are fields 14 to 17 of proc(5).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * MICROS_PER_TICK;
-  } catch {
-    return undefined;
-  }
+  return statCpuMicros(`/proc/${pid}/stat`, true);
 }
 
 /** Every process whose command name is `command` (as /proc/<pid>/comm has it). */
