@@ -126,21 +126,24 @@ export class DispatchLane {
     lost: number,
   ): void {
     const transport = this.spec.name;
-    const now = Date.now();
-    claimed.forEach((message, index) => {
-      if (results[index].status !== 'fulfilled') return;
-      this.spec.identity.emit(OUTBOX_EVENTS.sent, () => ({
-        messageId: message.messageId,
-        type: message.type,
-        transport,
-        attempt: message.attempts + 1,
-        sendMs: sendMs?.[index] ?? 0,
-        publishToSentMs: Math.max(0, now - message.createdAt.getTime()),
-      }));
-    });
-    const indexById = new Map(claimed.map((message, index) => [message.id, index]));
+    // Checked once per batch: nothing is built per message for a channel nobody listens to.
+    if (listening(OUTBOX_EVENTS.sent)) {
+      const now = Date.now();
+      claimed.forEach((message, index) => {
+        if (results[index].status !== 'fulfilled') return;
+        this.spec.identity.emit(OUTBOX_EVENTS.sent, () => ({
+          messageId: message.messageId,
+          type: message.type,
+          transport,
+          attempt: message.attempts + 1,
+          sendMs: sendMs?.[index] ?? 0,
+          publishToSentMs: Math.max(0, now - message.createdAt.getTime()),
+        }));
+      });
+    }
+    const indexById = failed.length > 0 ? new Map(claimed.map((message, index) => [message.id, index])) : undefined;
     for (const settlement of failed) {
-      const index = indexById.get(settlement.id)!;
+      const index = indexById!.get(settlement.id)!;
       const message = claimed[index];
       const result = results[index];
       const common = {

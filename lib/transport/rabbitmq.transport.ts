@@ -25,6 +25,13 @@ import { encodedHeaderTableSize } from '../message/amqp-header-table';
 import { AMQP_SHORT_STRING_MAX_BYTES } from '../message/message-limits';
 import { refuseLineBreaks } from '../message/message-text';
 
+/** The transport's main confirm channel on one connection: `opened` once it is. */
+interface MainChannel {
+  connection: ChannelModel;
+  publisher: Promise<ConfirmPublisher>;
+  opened?: ConfirmPublisher;
+}
+
 /** Times a message is sent again after channels closed over other messages, before it is given back. */
 const MAX_RESENDS = 5;
 /** Message ids that closed a channel before and are sent alone until they go through. */
@@ -45,7 +52,7 @@ const MAX_SUSPECTS = 1_000;
 export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RabbitMqOutboxTransport.name);
   private link?: BrokerLink;
-  private main?: { connection: ChannelModel; publisher: Promise<ConfirmPublisher> };
+  private main?: MainChannel;
   private readonly exchanges: ExchangeRegistry;
   private readonly isolation = new IsolationLane((error) => this.logBrokerClose(error, true));
   private readonly suspects = new Set<string>();
@@ -87,13 +94,18 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     return this.requireLink().onAvailable(listener);
   }
 
-  async send(message: OutgoingMessage): Promise<void> {
-    const link = this.requireLink();
+  send(message: OutgoingMessage): Promise<void> {
+    let link: BrokerLink;
+    try {
+      link = this.requireLink();
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const epoch = link.epoch;
     const timeoutMs = this.options.sendTimeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+    // One promise and one timer per send, without Promise.race: thousands of sends are in flight.
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
         // Not the message's fault when the broker went away or blocked publishers meanwhile.
         reject(
           link.interruptedSince(epoch)
@@ -101,12 +113,17 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
             : new SendTimeoutError(message.messageId, timeoutMs),
         );
       }, timeoutMs);
+      this.deliver(link, message).then(
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
     });
-    try {
-      await Promise.race([this.deliver(link, message), timedOut]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /** Nest lifecycle hook: closes the transport's confirm channels. */
@@ -123,9 +140,13 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     for (let round = 0; round <= MAX_RESENDS; round++) {
       const connection = link.connection;
       if (!connection) throw new TransportUnavailableError('The broker is disconnected or blocks publishers');
-      if (!(await this.exchangeExists(connection, message))) throw new ExchangeNotFoundError(message.exchange);
+      // Known exchanges and an open channel are answered without a promise: this runs per message.
+      const exists = this.exchangeExists(connection, message);
+      if (!(typeof exists === 'boolean' ? exists : await exists)) throw new ExchangeNotFoundError(message.exchange);
       const alone = this.suspects.has(message.messageId);
-      const outcome = alone ? await this.isolation.publish(connection, publication) : await (await this.publisherOn(connection)).publish(publication);
+      const outcome = alone
+        ? await this.isolation.publish(connection, publication)
+        : await (this.openPublisherOn(connection) ?? (await this.publisherOn(connection))).publish(publication);
       switch (outcome.kind) {
         case 'confirmed':
           this.suspects.delete(message.messageId);
@@ -151,12 +172,16 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     throw new TransportUnavailableError(`Channels kept closing over other messages while message ${message.messageId} was sent`);
   }
 
-  private async exchangeExists(connection: ChannelModel, message: OutgoingMessage): Promise<boolean> {
-    try {
-      return await this.exchanges.exists(connection, message.exchange);
-    } catch (error) {
+  private exchangeExists(connection: ChannelModel, message: OutgoingMessage): boolean | Promise<boolean> {
+    const failed = (error: unknown): never => {
       if (error instanceof TypeError || error instanceof RangeError) throw this.unencodable(message, error);
       throw error;
+    };
+    try {
+      const exists = this.exchanges.exists(connection, message.exchange);
+      return typeof exists === 'boolean' ? exists : exists.catch(failed);
+    } catch (error) {
+      return failed(error);
     }
   }
 
@@ -169,15 +194,9 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
    */
   private assertEncodable(message: OutgoingMessage, headers: object): void {
     try {
-      for (const [field, value] of [
-        ['exchange', message.exchange],
-        ['routingKey', message.routingKey],
-        ['type', message.type],
-      ]) {
-        const bytes = Buffer.byteLength(value);
-        if (bytes > AMQP_SHORT_STRING_MAX_BYTES)
-          throw new Error(`its ${field} is ${bytes} bytes, more than AMQP's ${AMQP_SHORT_STRING_MAX_BYTES}-byte short string`);
-      }
+      refuseLongShortString('exchange', message.exchange);
+      refuseLongShortString('routingKey', message.routingKey);
+      refuseLongShortString('type', message.type);
       if (message.exchange === '') refuseLineBreaks('routingKey', message.routingKey, 'queue');
       else refuseLineBreaks('exchange', message.exchange, 'exchange');
       encodedHeaderTableSize(headers);
@@ -208,6 +227,12 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     this.suspects.add(messageId);
   }
 
+  /** The main channel on `connection` when it is open and usable now; otherwise see `publisherOn`. */
+  private openPublisherOn(connection: ChannelModel): ConfirmPublisher | undefined {
+    const opened = this.main?.connection === connection ? this.main.opened : undefined;
+    return opened?.usable ? opened : undefined;
+  }
+
   /** The main channel on `connection`, opened on first use and again after it closed. */
   private publisherOn(connection: ChannelModel): Promise<ConfirmPublisher> {
     const main = this.main;
@@ -217,14 +242,18 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     return this.openMain(connection, main);
   }
 
-  private openMain(connection: ChannelModel, replacing: RabbitMqOutboxTransport['main']): Promise<ConfirmPublisher> {
+  private openMain(connection: ChannelModel, replacing: MainChannel | undefined): Promise<ConfirmPublisher> {
     // Every send that finds the old channel closed opens the same new one.
     if (this.main !== replacing) return this.publisherOn(connection);
-    const publisher = ConfirmPublisher.open(connection, (error) => this.logBrokerClose(error, false)).catch((error: unknown) => {
-      if (this.main?.publisher === publisher) this.main = undefined;
-      throw new TransportUnavailableError('Could not open the outbox channel', { cause: error });
-    });
-    this.main = { connection, publisher };
+    let main: MainChannel;
+    const publisher = ConfirmPublisher.open(connection, (error) => this.logBrokerClose(error, false)).then(
+      (opened) => (main.opened = opened),
+      (error: unknown) => {
+        if (this.main === main) this.main = undefined;
+        throw new TransportUnavailableError('Could not open the outbox channel', { cause: error });
+      },
+    );
+    this.main = main = { connection, publisher };
     return publisher;
   }
 
@@ -262,6 +291,11 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     if (!this.link) throw new OutboxError('The RabbitMQ outbox transport is not started yet');
     return this.link;
   }
+}
+
+function refuseLongShortString(field: string, value: string): void {
+  const bytes = Buffer.byteLength(value);
+  if (bytes > AMQP_SHORT_STRING_MAX_BYTES) throw new Error(`its ${field} is ${bytes} bytes, more than AMQP's ${AMQP_SHORT_STRING_MAX_BYTES}-byte short string`);
 }
 
 /** The message's own headers with the delivery headers (attempt number, publish time) over them. */

@@ -79,9 +79,14 @@ export class ConfirmPublisher {
   }
 
   /** Publishes and waits for the broker's confirm (or the channel's end). Never rejects. */
-  async publish(publication: AmqpPublication): Promise<PublishOutcome> {
-    if (this.drained) await this.drained;
-    if (!this.usable) return { kind: 'closed', blame: 'innocent' };
+  publish(publication: AmqpPublication): Promise<PublishOutcome> {
+    // Not an async function: this runs per message, and most find the write buffer open.
+    if (this.drained) return this.drained.then(() => this.publishNow(publication));
+    return this.publishNow(publication);
+  }
+
+  private publishNow(publication: AmqpPublication): Promise<PublishOutcome> {
+    if (!this.usable) return Promise.resolve({ kind: 'closed', blame: 'innocent' });
     return new Promise<PublishOutcome>((resolve) => {
       const entry: Pending = {
         exchange: publication.exchange,
