@@ -4,6 +4,7 @@ import { DatabaseKind, TestDatabase, testDatabase } from '../test/support/databa
 import { benchDatabases, databaseLabel } from './support/bench-databases';
 import { BenchQueue, publishConfirmWindow } from './support/broker';
 import { openOutboxBacklog, OutboxBacklog } from './support/outbox-backlog';
+import { HandWrittenRelay } from './support/hand-written-relay';
 import { CpuMeter, SERVER_COMMANDS } from './support/process-cpu';
 import { formatRate, summarise } from './support/stats';
 
@@ -49,6 +50,8 @@ interface Variant {
   openTelemetry?: boolean;
   /** Drains of this variant; `RUNS` unless given. */
   runs?: number;
+  /** The hand-written relay (`support/hand-written-relay.ts`, in this process) instead of the library's dispatchers. */
+  handWritten?: boolean;
 }
 
 /** What is measured on one database. */
@@ -58,6 +61,12 @@ interface DispatchPlan {
 }
 
 const DEFAULTS: Variant = { name: '1 instance, defaults (batchSize 500, dispatchConcurrency 4)', instances: 1, outbox: {} };
+const HAND_WRITTEN: Variant = {
+  name: 'hand-written relay on the same table (4 loops: claim 500 SKIP LOCKED, publish, await confirms, one UPDATE)',
+  instances: 1,
+  outbox: {},
+  handWritten: true,
+};
 
 /**
  * PostgreSQL: defaults, defaults with an OpenTelemetry SDK recording metrics and traces, and two
@@ -82,12 +91,27 @@ function plans(): Partial<Record<DatabaseKind, DispatchPlan>> {
   return {
     postgres: {
       messages: Number(process.env.BENCH_DISPATCH_MESSAGES ?? 100_000),
-      variants: [DEFAULTS, ...openTelemetry, ...tuned, { name: '2 instances, defaults', instances: 2, outbox: {} }],
+      variants: [DEFAULTS, HAND_WRITTEN, ...openTelemetry, ...tuned, { name: '2 instances, defaults', instances: 2, outbox: {} }],
     },
     mariadb: {
       messages: Number(process.env.BENCH_DISPATCH_MARIADB_MESSAGES ?? 15_000),
       variants: [DEFAULTS],
     },
+  };
+}
+
+/** Whatever drains the backlog: CPU it uses from the meter's start, and what to show when it is stuck. */
+interface Senders {
+  meter(): () => number | undefined;
+  diagnostics(): string;
+}
+
+/** CPU µs of this process since the call. */
+function ownCpu(): () => number {
+  const before = process.cpuUsage();
+  return () => {
+    const used = process.cpuUsage(before);
+    return used.user + used.system;
   };
 }
 
@@ -152,19 +176,31 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
   await database.reset();
   const backlog = await openOutboxBacklog(database, 'bench-dispatch');
   let children: ChildApp[] = [];
+  let relay: HandWrittenRelay | undefined;
   try {
     for (const [index, variant] of plan.variants.entries()) {
       await baselineRun();
-      children = await startDispatchers(database, variant, index === 0);
+      let senders: Senders;
+      if (variant.handWritten) {
+        relay = await HandWrittenRelay.start(database.name);
+        senders = { meter: () => ownCpu(), diagnostics: () => '' };
+      } else {
+        children = await startDispatchers(database, variant, index === 0);
+        const pids = children.map((child) => child.pid);
+        senders = { meter: () => CpuMeter.ofPids(pids).start(), diagnostics: () => children.map((c) => c.diagnostics()).join('') };
+      }
       for (let run = 0; run < (variant.runs ?? RUNS); run++) {
         if (run > 0 && run < baselinesPerVariant) await baselineRun();
-        (results[variant.name] ??= []).push(await drainOnce(backlog, queue, children, plan.messages, { server, broker }));
+        (results[variant.name] ??= []).push(await drainOnce(backlog, queue, senders, plan.messages, { server, broker }));
       }
+      await relay?.stop();
+      relay = undefined;
       await Promise.all(children.map((child) => child.stop()));
       if (variant.openTelemetry) reportOpenTelemetry(variant, children);
       children = [];
     }
   } finally {
+    await relay?.stop().catch(() => undefined);
     await Promise.all(children.map((child) => child.kill('SIGKILL')));
     await backlog.clear().catch(() => undefined);
     await backlog.close();
@@ -216,13 +252,13 @@ async function startDispatchers(database: TestDatabase, variant: Variant, firstO
 async function drainOnce(
   backlog: OutboxBacklog,
   queue: BenchQueue,
-  children: ChildApp[],
+  senders: Senders,
   messages: number,
   meters: { server: CpuMeter; broker: CpuMeter },
 ): Promise<Drain> {
   await backlog.clear();
   await queue.purge();
-  const senderUsed = CpuMeter.ofPids(children.map((child) => child.pid)).start();
+  const senderUsed = senders.meter();
   const started = await backlog.seed(EXCHANGE, messages);
   // From the commit on: the seeding INSERT is not the drain's work.
   const [serverUsed, brokerUsed] = [meters.server.start(), meters.broker.start()];
@@ -230,7 +266,7 @@ async function drainOnce(
   for (;;) {
     if (!(await backlog.busy())) break;
     if (performance.now() > deadline) {
-      throw new Error(`backlog not drained within ${DRAIN_TIMEOUT_MS} ms${children.map((c) => c.diagnostics()).join('')}`);
+      throw new Error(`backlog not drained within ${DRAIN_TIMEOUT_MS} ms${senders.diagnostics()}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

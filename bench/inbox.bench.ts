@@ -20,6 +20,8 @@ const SCHEMA = 'bench_inbox';
 const EXCHANGE = 'bench_inbox';
 const LIB_QUEUE = 'bench_inbox.library';
 const LIB_ROUTING_KEY = 'bench.inbox.library';
+const FRAMEWORK_QUEUE = 'bench_inbox.framework';
+const FRAMEWORK_ROUTING_KEY = 'bench.inbox.framework';
 const RAW_QUEUE = 'bench_inbox.raw';
 const RAW_ROUTING_KEY = 'bench.inbox.raw';
 const CONSUMER = 'bench-inbox';
@@ -39,6 +41,8 @@ const BLOB = 'x'.repeat(960);
  * framework path costs. Off by default to keep the run short.
  */
 const DIAGNOSE = process.env.BENCH_INBOX_DIAGNOSE === '1';
+/** Runs the library alone (no baseline, no ratio): for a CPU profile of the library's path only. */
+const LIBRARY_ONLY = process.env.BENCH_INBOX_LIBRARY_ONLY === '1';
 
 interface BenchEvent {
   orderId: number;
@@ -67,6 +71,26 @@ class BenchInboxConsumer {
   }
 }
 
+/**
+ * The same stack without the inbox: a golevelup subscriber that dedupes by hand inside a
+ * nestjs-cls transaction through TypeORM. What the frameworks cost alone, so that the share of
+ * the gap that is the inbox's own shows.
+ */
+@Injectable()
+class BenchFrameworkConsumer {
+  constructor(private readonly txHost: TransactionHost<TransactionalAdapterTypeOrm>) {}
+
+  @RabbitSubscribe({ exchange: EXCHANGE, routingKey: FRAMEWORK_ROUTING_KEY, queue: FRAMEWORK_QUEUE, queueOptions: { durable: true } })
+  async handle(event: BenchEvent, message: ConsumeMessage): Promise<void> {
+    const { messageId } = message.properties;
+    await this.txHost.withTransaction(async () => {
+      const marked: unknown[] = await this.txHost.tx.query(`${DEDUPE_SQL.minimal} RETURNING message_id`, [CONSUMER, messageId]);
+      if (marked.length === 1)
+        await this.txHost.tx.query(`INSERT INTO "${SCHEMA}".bench_effect (order_id, message_id) VALUES ($1, $2)`, [event.orderId, messageId]);
+    });
+  }
+}
+
 let appCount = 0;
 
 /**
@@ -74,7 +98,7 @@ let appCount = 0;
  * and pool size set explicitly. Returned compiled but not initialised: golevelup starts
  * consuming in `init()`, which the caller times.
  */
-async function compileApp(): Promise<TestingModule> {
+async function compileApp(consumer: typeof BenchInboxConsumer | typeof BenchFrameworkConsumer): Promise<TestingModule> {
   @Module({
     imports: [
       ClsModule.forRoot({
@@ -103,7 +127,7 @@ async function compileApp(): Promise<TestingModule> {
       }),
       OutboxModule.forRoot({}),
     ],
-    providers: [BenchInboxConsumer],
+    providers: [consumer],
   })
   class BenchInboxModule {}
 
@@ -151,27 +175,36 @@ const cpuMicros = () => {
   return user + system;
 };
 
-async function runLibrary(broker: BenchBroker, run: number): Promise<RunResult> {
+/** How many rows the run's dedupe table marked (the inbox's DONE rows, or the framework baseline's raw_inbox rows). */
+const MARKED_SQL = {
+  library: `SELECT count(*) FROM "${SCHEMA}".inbox_message WHERE status = 'DONE'`,
+  framework: `SELECT count(*) FROM "${SCHEMA}".raw_inbox`,
+};
+
+/** Drains a backlog through the Nest application, with the inbox (`library`) or without it (`framework`). */
+async function runApp(broker: BenchBroker, run: number, stack: 'library' | 'framework'): Promise<RunResult> {
+  const [queue, routingKey] = stack === 'library' ? [LIB_QUEUE, LIB_ROUTING_KEY] : [FRAMEWORK_QUEUE, FRAMEWORK_ROUTING_KEY];
   await prepareRun();
-  await broker.freshQueue(EXCHANGE, LIB_QUEUE, LIB_ROUTING_KEY);
-  await broker.publishBacklog(EXCHANGE, LIB_ROUTING_KEY, MESSAGES, message(run));
-  const app = await compileApp(); // connects and synchronises the schema; consumes nothing yet
+  await broker.freshQueue(EXCHANGE, queue, routingKey);
+  await broker.publishBacklog(EXCHANGE, routingKey, MESSAGES, message(run));
+  // Connects and synchronises the schema; consumes nothing yet.
+  const app = await compileApp(stack === 'library' ? BenchInboxConsumer : BenchFrameworkConsumer);
   try {
     const startedAt = Date.now();
     const cpuBefore = cpuMicros();
     await app.init();
     await waitForCount(businessRows, MESSAGES, RUN_TIMEOUT_MS, 100);
     const cpu = cpuMicros() - cpuBefore;
-    // One statement, so one snapshot: a run cut short by the timeout goes on committing, and an
-    // inbox row commits with its business row.
-    const [counts] = await sql<{ rows: string; done: string; last: Date | null }>(
+    // One statement, so one snapshot: a run cut short by the timeout goes on committing, and a
+    // dedupe row commits with its business row.
+    const [counts] = await sql<{ rows: string; marked: string; last: Date | null }>(
       `SELECT (SELECT count(*) FROM "${SCHEMA}".bench_effect) AS rows, (SELECT max(created_at) FROM "${SCHEMA}".bench_effect) AS last,
-              (SELECT count(*) FROM "${SCHEMA}".inbox_message WHERE status = 'DONE') AS done`,
+              (${MARKED_SQL[stack]}) AS marked`,
     );
     const rows = Number(counts.rows);
-    const done = Number(counts.done);
+    const marked = Number(counts.marked);
     const seconds = ((counts.last?.getTime() ?? Date.now()) - startedAt) / 1000;
-    if (rows > MESSAGES || done !== rows) throw new Error(`library run ${run}: ${rows} business rows, ${done} DONE inbox rows for ${MESSAGES} messages`);
+    if (rows > MESSAGES || marked !== rows) throw new Error(`${stack} run ${run}: ${rows} business rows, ${marked} dedupe rows for ${MESSAGES} messages`);
     return { rate: rows / seconds, seconds, rows, cpuPerMessage: cpu / rows };
   } finally {
     await app.close();
@@ -264,11 +297,12 @@ async function runBaseline(broker: BenchBroker, run: number, shape: BaselineRow)
 export async function benchInbox(): Promise<InboxRow[]> {
   const release = await runExclusively(testDatabase(SCHEMA, 'postgres'), 120_000);
   const broker = await BenchBroker.open();
-  type Variant = 'library' | 'baseline' | 'libraryRow';
-  const variants: Variant[] = DIAGNOSE ? ['library', 'baseline', 'libraryRow'] : ['library', 'baseline'];
-  const results: Record<Variant, RunResult[]> = { library: [], baseline: [], libraryRow: [] };
+  type Variant = 'library' | 'framework' | 'baseline' | 'libraryRow';
+  const variants: Variant[] = LIBRARY_ONLY ? ['library'] : ['library', 'framework', 'baseline', ...(DIAGNOSE ? (['libraryRow'] as const) : [])];
+  const results: Record<Variant, RunResult[]> = { library: [], framework: [], baseline: [], libraryRow: [] };
   const runners: Record<Variant, (run: number) => Promise<RunResult>> = {
-    library: (run) => runLibrary(broker, run),
+    library: (run) => runApp(broker, run, 'library'),
+    framework: (run) => runApp(broker, run, 'framework'),
     baseline: (run) => runBaseline(broker, run, 'minimal'),
     libraryRow: (run) => runBaseline(broker, run, 'library-row'),
   };
@@ -278,12 +312,12 @@ export async function benchInbox(): Promise<InboxRow[]> {
       for (const variant of run % 2 === 0 ? variants : [...variants].reverse()) results[variant].push(await runners[variant](run));
     }
   } finally {
-    await broker.close([LIB_QUEUE, RAW_QUEUE]);
+    await broker.close([LIB_QUEUE, FRAMEWORK_QUEUE, RAW_QUEUE]);
     await sql(`DROP SCHEMA IF EXISTS "${SCHEMA}" CASCADE`).catch(() => undefined);
     await release();
   }
 
-  const baseline = summarise(results.baseline.map((r) => r.rate)).median;
+  const baseline = LIBRARY_ONLY ? NaN : summarise(results.baseline.map((r) => r.rate)).median;
   const row = (variant: string, runs: RunResult[]): InboxRow => {
     const summary = summarise(runs.map((r) => r.rate));
     const partial = runs.filter((r) => r.rows < MESSAGES);
@@ -298,8 +332,14 @@ export async function benchInbox(): Promise<InboxRow[]> {
         : drain,
     };
   };
+  const library = row(`@InboxHandler (transactional), prefetch ${PREFETCH}, pool ${POOL_SIZE}`, results.library);
+  if (LIBRARY_ONLY) return [library];
   const rows = [
-    row(`@InboxHandler (transactional), prefetch ${PREFETCH}, pool ${POOL_SIZE}`, results.library),
+    library,
+    row(
+      `frameworks alone: golevelup subscriber deduping by hand in a nestjs-cls transaction through TypeORM, prefetch ${PREFETCH}, pool ${POOL_SIZE}`,
+      results.framework,
+    ),
     row(`hand-written amqplib + pg (dedupe row + business row), prefetch ${PREFETCH}, pool ${POOL_SIZE}`, results.baseline),
   ];
   if (DIAGNOSE) rows.push(row('diagnostic: hand-written, dedupe row = the inbox row (body, headers, inbox_message table)', results.libraryRow));
