@@ -41,8 +41,11 @@ const BLOB = 'x'.repeat(960);
  * framework path costs. Off by default to keep the run short.
  */
 const DIAGNOSE = process.env.BENCH_INBOX_DIAGNOSE === '1';
-/** Runs the library alone (no baseline, no ratio): for a CPU profile of the library's path only. */
-const LIBRARY_ONLY = process.env.BENCH_INBOX_LIBRARY_ONLY === '1';
+/**
+ * Runs only the variants named (`library`, `framework`, `baseline`, `libraryRow`), e.g. one alone
+ * for a CPU profile of its path; ratios need `baseline`.
+ */
+const ONLY = process.env.BENCH_INBOX_VARIANTS?.split(',').map((name) => name.trim());
 
 interface BenchEvent {
   orderId: number;
@@ -298,7 +301,8 @@ export async function benchInbox(): Promise<InboxRow[]> {
   const release = await runExclusively(testDatabase(SCHEMA, 'postgres'), 120_000);
   const broker = await BenchBroker.open();
   type Variant = 'library' | 'framework' | 'baseline' | 'libraryRow';
-  const variants: Variant[] = LIBRARY_ONLY ? ['library'] : ['library', 'framework', 'baseline', ...(DIAGNOSE ? (['libraryRow'] as const) : [])];
+  const all: Variant[] = ['library', 'framework', 'baseline', 'libraryRow'];
+  const variants = all.filter((variant) => (ONLY ? ONLY.includes(variant) : variant !== 'libraryRow' || DIAGNOSE));
   const results: Record<Variant, RunResult[]> = { library: [], framework: [], baseline: [], libraryRow: [] };
   const runners: Record<Variant, (run: number) => Promise<RunResult>> = {
     library: (run) => runApp(broker, run, 'library'),
@@ -317,7 +321,7 @@ export async function benchInbox(): Promise<InboxRow[]> {
     await release();
   }
 
-  const baseline = LIBRARY_ONLY ? NaN : summarise(results.baseline.map((r) => r.rate)).median;
+  const baseline = variants.includes('baseline') ? summarise(results.baseline.map((r) => r.rate)).median : NaN;
   const row = (variant: string, runs: RunResult[]): InboxRow => {
     const summary = summarise(runs.map((r) => r.rate));
     const partial = runs.filter((r) => r.rows < MESSAGES);
@@ -332,18 +336,13 @@ export async function benchInbox(): Promise<InboxRow[]> {
         : drain,
     };
   };
-  const library = row(`@InboxHandler (transactional), prefetch ${PREFETCH}, pool ${POOL_SIZE}`, results.library);
-  if (LIBRARY_ONLY) return [library];
-  const rows = [
-    library,
-    row(
-      `frameworks alone: golevelup subscriber deduping by hand in a nestjs-cls transaction through TypeORM, prefetch ${PREFETCH}, pool ${POOL_SIZE}`,
-      results.framework,
-    ),
-    row(`hand-written amqplib + pg (dedupe row + business row), prefetch ${PREFETCH}, pool ${POOL_SIZE}`, results.baseline),
-  ];
-  if (DIAGNOSE) rows.push(row('diagnostic: hand-written, dedupe row = the inbox row (body, headers, inbox_message table)', results.libraryRow));
-  return rows;
+  const names: Record<Variant, string> = {
+    library: `@InboxHandler (transactional), prefetch ${PREFETCH}, pool ${POOL_SIZE}`,
+    framework: `frameworks alone: golevelup subscriber deduping by hand in a nestjs-cls transaction through TypeORM, prefetch ${PREFETCH}, pool ${POOL_SIZE}`,
+    baseline: `hand-written amqplib + pg (dedupe row + business row), prefetch ${PREFETCH}, pool ${POOL_SIZE}`,
+    libraryRow: 'diagnostic: hand-written, dedupe row = the inbox row (body, headers, inbox_message table)',
+  };
+  return variants.map((variant) => row(names[variant], results[variant]));
 }
 
 /** For the report: what each run drains. */
