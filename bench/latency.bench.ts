@@ -20,6 +20,7 @@ const WARMUP_MS = 1_000;
 /** Optional tuned library row, as JSON options, e.g. '{"dispatchConcurrency":1}'. */
 const TUNED: OutboxModuleOptionsInput | undefined = process.env.BENCH_LATENCY_TUNED ? JSON.parse(process.env.BENCH_LATENCY_TUNED) : undefined;
 const RAW_NAME = 'raw: INSERT tx, then amqplib publish + confirm';
+const TYPEORM_NAME = 'raw through TypeORM: the same INSERT in dataSource.transaction(), then amqplib publish + confirm';
 
 export interface LatencyRow {
   offered: string;
@@ -29,6 +30,8 @@ export interface LatencyRow {
   p99: string;
   max: string;
   ratio: string;
+  /** Median CPU time of the bench process (publisher, dispatcher and consumer alike) per message. */
+  nodeCpuPerMessage: string;
 }
 
 /**
@@ -66,8 +69,12 @@ export async function benchLatency(): Promise<LatencyRow[]> {
     }
     await raw.createTable();
     variants[RAW_NAME] = raw.publish;
+    // The first app's DataSource: the same pool settings an application has.
+    variants[TYPEORM_NAME] = raw.publishThrough(apps[0].get(DataSource));
 
     const rows: LatencyRow[] = [];
+    // BENCH_LATENCY_LIBRARY_ONLY=1: the library's rows alone, e.g. for a CPU profile of its path (no ratios).
+    if (process.env.BENCH_LATENCY_LIBRARY_ONLY === '1') for (const name of [RAW_NAME, TYPEORM_NAME]) delete variants[name];
     for (const rate of RATES) {
       const results: Record<string, RunResult[]> = {};
       for (const publish of Object.values(variants)) await offer(rate, WARMUP_MS, publish, timings);
@@ -76,7 +83,8 @@ export async function benchLatency(): Promise<LatencyRow[]> {
         for (const [name, publish] of Object.entries(variants)) (results[name] ??= []).push(await offer(rate, RUN_MS, publish, timings));
       }
       await queue.purge();
-      const baseline = { p50: summarise(results[RAW_NAME].map((r) => r.p50)).median, p99: summarise(results[RAW_NAME].map((r) => r.p99)).median };
+      const baselineOf = (key: 'p50' | 'p99') => (results[RAW_NAME] ? summarise(results[RAW_NAME].map((r) => r[key])).median : NaN);
+      const baseline = { p50: baselineOf('p50'), p99: baselineOf('p99') };
       for (const [name, runs] of Object.entries(results)) {
         const p50 = summarise(runs.map((r) => r.p50));
         const p99 = summarise(runs.map((r) => r.p99));
@@ -89,6 +97,7 @@ export async function benchLatency(): Promise<LatencyRow[]> {
           p99: formatMs(p99),
           max: Math.max(...runs.map((r) => r.max)).toFixed(1),
           ratio: `${(p50.median / baseline.p50).toFixed(2)} / ${(p99.median / baseline.p99).toFixed(2)}`,
+          nodeCpuPerMessage: `${Math.round(summarise(runs.map((r) => r.cpuPerMessage)).median)} µs`,
         });
       }
     }

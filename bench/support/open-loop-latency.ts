@@ -7,6 +7,8 @@ const DELIVERY_TIMEOUT_MS = 30_000;
 /** Latency percentiles of one open-loop run, in ms, and the rate the transactions committed at. */
 export interface RunResult {
   committedPerSecond: number;
+  /** CPU time of this process per message (µs), from the first transaction until the last message was consumed. */
+  cpuPerMessage: number;
   p50: number;
   p99: number;
   max: number;
@@ -29,6 +31,7 @@ export async function offer(rate: number, durationMs: number, publish: Publish, 
   const inFlight = new Set<Promise<void>>();
   let failure: Error | undefined;
   let started = 0;
+  const cpuBefore = process.cpuUsage();
   const begin = performance.now();
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
@@ -63,10 +66,11 @@ export async function offer(rate: number, durationMs: number, publish: Publish, 
     if (performance.now() > deadline) throw new Error(`messages not consumed within ${DELIVERY_TIMEOUT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+  const cpu = process.cpuUsage(cpuBefore);
   // A message consumed before its COMMIT's promise settled counts as 0 ms.
   const latencies = [...timings.values()].map((t) => Math.max(0, t.consumedAt! - t.committedAt!)).sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.ceil(q * latencies.length) - 1)];
-  return { committedPerSecond, p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1] };
+  return { committedPerSecond, cpuPerMessage: (cpu.user + cpu.system) / started, p50: at(0.5), p99: at(0.99), max: latencies[latencies.length - 1] };
 }
 
 /** A plain amqplib consumer on `queue` that stamps each message's arrival in `timings`. */
