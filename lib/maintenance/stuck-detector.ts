@@ -4,7 +4,8 @@ import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
 import { OutboxTransports } from '../transport/outbox-transports';
 import { OutboxDialect } from '../dialects/outbox-dialect';
-import { ExpiredClaim, StateTable } from '../engine/state-table';
+import { StateTable } from '../engine/state-table';
+import { expiredClaimError } from './expired-claim-error';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
 import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
@@ -122,22 +123,12 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
     return Object.fromEntries(waiting);
   }
 
-  /**
-   * The reclaim's reason. It keeps the reason the attempt before failed: when the reclaim is the
-   * last attempt, the MANUAL_REQUIRED row still says what was wrong with the message, not only
-   * that its last claimant died.
-   */
-  private expiry(claim: ExpiredClaim): Error {
-    const expired = `claim by ${claim.claimedBy ?? 'unknown'} expired after ${this.options.stuckReclaimAfterMs} ms without a settle`;
-    return new Error(claim.lastError ? `${expired}; the attempt before failed: ${claim.lastError}` : expired);
-  }
-
   private async reclaimExpired(table: StateTable): Promise<number> {
     let reclaimed = 0;
     for (;;) {
       const expired = await table.findExpiredClaims(this.dataSource, this.options.stuckReclaimAfterMs, RECLAIM_PAGE);
       if (expired.length === 0) return reclaimed;
-      const settlements = expired.map((claim) => failedSettlement(claim, this.expiry(claim), this.failurePolicy));
+      const settlements = expired.map((claim) => failedSettlement(claim, expiredClaimError(claim, this.options.stuckReclaimAfterMs), this.failurePolicy));
       const changed = await table.settleFailed(this.dataSource, settlements);
       reclaimed += changed;
       if (expired.length < RECLAIM_PAGE) return reclaimed;
