@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { sql } from '../test/support/database';
 import { benchClaimCost } from './claim-cost.bench';
 import { benchDispatch } from './dispatch.bench';
+import { benchDispatchCycle } from './dispatch-cycle.bench';
 import { benchHttpDelivery } from './http-delivery.bench';
 import { benchInbox } from './inbox.bench';
 import { benchLanes } from './lanes.bench';
@@ -32,6 +33,12 @@ const SECTIONS: Section[] = [
     title: 'Dispatch: a PENDING backlog drained to RabbitMQ, all confirmed',
     note: "Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database's drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog at their next poll (pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on. The OpenTelemetry row: the PostgreSQL defaults row again with an SDK (metrics and traces) registered in the dispatcher's process, every send a recorded span. cpuPerMessage: CPU time per message (from /proc, medians) of the sending processes (the dispatchers, or the bench process for plain amqplib) / the database server's processes from the backlog's commit on / the broker's; on a machine with cores for all three, the largest share bounds the rate, on two cores their sum does.",
     run: benchDispatch,
+  },
+  {
+    key: 'dispatch-cycle',
+    title: 'Dispatch cost per claim cycle, by batch size (PostgreSQL, 1 KB payload)',
+    note: "A 6,000-row backlog drained by OutboxDispatcher.drain() in the bench process (4 loops, dispatcherEnabled false so nothing else claims), with the RabbitMQ transport and with the test kit's capturing transport (sends nowhere): the bench process's CPU per row, median of runs with min–max, the variants alternating run by run after a warm-up round; cpuPerClaim: per row × batch size. The difference between batch sizes is each claim → settle cycle's fixed cost, which the small batches of a steady stream pay on few rows (bench/results/steady-rate.md).",
+    run: benchDispatchCycle,
   },
   {
     key: 'latency',
