@@ -2,9 +2,12 @@ import { INestApplicationContext } from '@nestjs/common';
 import { OutboxDispatcher } from '../lib';
 import { OUTBOX_TRANSPORT } from '../lib/outbox.constants';
 import { CapturingOutboxTransport } from '../lib/testing';
-import { freshSchema, sql } from '../test/support/database';
+import { Client } from 'pg';
+import { freshSchema } from '../test/support/database';
+import { POSTGRES_URL } from '../test/support/environment';
 import { createTestApp } from '../test/support/test-app';
 import { BenchQueue } from './support/broker';
+import { CpuMeter, SERVER_COMMANDS } from './support/process-cpu';
 import { PostgresBacklog } from './support/postgres-backlog';
 import { summarise } from './support/stats';
 
@@ -23,6 +26,8 @@ export interface DispatchCycleRow {
   rowsPerSecond: string;
   cpuPerRow: string;
   cpuPerClaim: string;
+  /** PostgreSQL's processes, per row: the claims and settles as the server pays for them. */
+  databaseCpuPerRow: string;
 }
 
 /**
@@ -38,6 +43,9 @@ export async function benchDispatchCycle(): Promise<DispatchCycleRow[]> {
   const queue = await BenchQueue.declare(EXCHANGE, EXCHANGE);
   const apps: INestApplicationContext[] = [];
   const backlog = await PostgresBacklog.open(SCHEMA, 'bench-dispatch-cycle');
+  // A session that lives through the runs: a backend exiting as a run starts would spoil its CPU reading.
+  const vacuum = new Client({ connectionString: POSTGRES_URL, application_name: 'bench-dispatch-cycle-vacuum' });
+  await vacuum.connect();
   try {
     // Every app on the same table, none dispatching on its own (no polling, no wake-ups): each
     // drains only when told, so the variants can alternate run by run.
@@ -54,7 +62,9 @@ export async function benchDispatchCycle(): Promise<DispatchCycleRow[]> {
         variants.push({ batchSize, transport, dispatcher: app.get(OutboxDispatcher), capturing });
       }
     }
+    const database = CpuMeter.ofCommand(SERVER_COMMANDS.postgres);
     const cpuPerRow = new Map<string, number[]>();
+    const databaseCpuPerRow = new Map<string, number[]>();
     const rates = new Map<string, number[]>();
     const key = (v: { batchSize: number; transport: string }) => `${v.batchSize}|${v.transport}`;
     for (let run = -1; run < RUNS; run++) {
@@ -62,12 +72,14 @@ export async function benchDispatchCycle(): Promise<DispatchCycleRow[]> {
         await backlog.clear();
         await backlog.seed(EXCHANGE, ROWS);
         // Dead row versions of the last drain would make this one's claims walk past them.
-        await sql(`VACUUM ANALYZE "${SCHEMA}".outbox_message`);
+        await vacuum.query(`VACUUM ANALYZE "${SCHEMA}".outbox_message`);
+        const databaseCpu = database.start();
         const cpuBefore = process.cpuUsage();
         const started = performance.now();
         const claimed = await variant.dispatcher.drain();
         const elapsed = performance.now() - started;
         const cpu = process.cpuUsage(cpuBefore);
+        const databaseMicros = databaseCpu();
         if (claimed !== ROWS) throw new Error(`drained ${claimed} of ${ROWS} rows (batch ${variant.batchSize}, ${variant.transport})`);
         await queue.purge();
         // The capturing transport keeps every message it was given.
@@ -76,6 +88,7 @@ export async function benchDispatchCycle(): Promise<DispatchCycleRow[]> {
         if (run < 0) continue;
         append(cpuPerRow, key(variant), (cpu.user + cpu.system) / ROWS);
         append(rates, key(variant), ROWS / (elapsed / 1000));
+        if (databaseMicros !== undefined) append(databaseCpuPerRow, key(variant), databaseMicros / ROWS);
       }
     }
     return variants.map((variant) => {
@@ -87,11 +100,13 @@ export async function benchDispatchCycle(): Promise<DispatchCycleRow[]> {
         rowsPerSecond: `${Math.round(rate.median).toLocaleString('en-US')} (${Math.round(rate.min)}–${Math.round(rate.max)})`,
         cpuPerRow: `${Math.round(cpu.median)} µs (${Math.round(cpu.min)}–${Math.round(cpu.max)})`,
         cpuPerClaim: `${Math.round(cpu.median * variant.batchSize).toLocaleString('en-US')} µs`,
+        databaseCpuPerRow: databaseCpuPerRow.has(key(variant)) ? `${Math.round(summarise(databaseCpuPerRow.get(key(variant))!).median)} µs` : '–',
       };
     });
   } finally {
     for (const app of apps) await app.close();
     await backlog.close();
+    await vacuum.end();
     await queue.close();
   }
 }
