@@ -7,6 +7,13 @@ import { persistently } from './persistently';
 import { AttemptedClaim, StateTable } from './state-table';
 
 const SHUTDOWN_GRACE_MS = 5_000;
+/**
+ * How long rows committed while every loop is busy with a batch wait for one of them to finish
+ * before a loop of their own claims beside. Under a steady stream a batch is usually done sooner
+ * and its loop takes everything committed meanwhile in one claim; only a slow send makes them
+ * wait this long (bench/results/steady-rate.md has the measurements).
+ */
+const BESIDE_BUSY_LOOPS_AFTER_MS = 20;
 
 /** What a claim worker needs from its owner. */
 export interface ClaimWorkerSpec<T extends AttemptedClaim> {
@@ -20,6 +27,8 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
   process(batch: T[]): Promise<void>;
   /** Longest a batch may take to process once shutdown begins. */
   processTimeoutMs: number;
+  /** See `BESIDE_BUSY_LOOPS_AFTER_MS` (the default). */
+  besideBusyLoopsAfterMs?: number;
   /**
    * Whether claiming makes sense now (the transport can send). While false, no loop claims, so
    * rows stay claimable, cancellable and unattempted; the owner triggers the worker when it turns.
@@ -30,10 +39,13 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
 
 /**
  * The claim → process → settle loops shared by the outbox dispatcher and the deferred inbox.
- * Up to `concurrency` loops run at once. A trigger starts an idle loop at once, so a message
- * committed while another batch waits for its confirms is claimed without waiting for that batch;
- * when every loop is busy, the first to finish a cycle looks again. A loop that claimed a full
- * batch starts another, so a backlog is worked with all loops.
+ * Up to `concurrency` loops run at once. A trigger with no loop running claims at once. A trigger
+ * while loops are busy with their batches makes the first of them to finish claim again, with
+ * everything committed meanwhile; if none has finished within `besideBusyLoopsAfterMs`, a loop of
+ * its own claims beside them, so a slow send holds up other messages only that long. Each claim
+ * costs the database and the dispatcher the same whatever its size, so under a steady stream this
+ * takes a few large claims instead of many small ones. A loop that claimed a full batch starts
+ * another at once, so a backlog is worked with all loops.
  */
 export class ClaimWorker<T extends AttemptedClaim> {
   private readonly inFlight = new Map<string, T[]>();
@@ -45,6 +57,8 @@ export class ClaimWorker<T extends AttemptedClaim> {
   private claimsInFlight = 0;
   /** Rows claimed since start-up, so that drain() can say whether it found any. */
   private claimedRows = 0;
+  /** Set while a trigger waits for a busy loop to finish before a loop of its own claims. */
+  private besideTimer?: NodeJS.Timeout;
 
   constructor(private readonly spec: ClaimWorkerSpec<T>) {}
 
@@ -57,8 +71,8 @@ export class ClaimWorker<T extends AttemptedClaim> {
     this.lookAgain = true;
     // A second claim beside one in flight finds the rows that one is taking locked or taken: under
     // a stream of commits, most such claims came back empty or with one row. The next claim
-    // starts when the one in flight returns, and takes everything committed meanwhile.
-    if (this.claimsInFlight === 0) this.spawn();
+    // starts once the one in flight returns (see claimCounted), and takes everything committed meanwhile.
+    if (this.claimsInFlight === 0) this.claimSoon();
   }
 
   /** Runs until no due row is left; resolves, when done, with how many rows were claimed meanwhile. */
@@ -75,6 +89,7 @@ export class ClaimWorker<T extends AttemptedClaim> {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    clearTimeout(this.besideTimer);
     if (this.loops.size > 0) {
       // The grace timer is cancelled once the loops end, or it would hold the process open.
       const graceOver = new AbortController();
@@ -87,6 +102,18 @@ export class ClaimWorker<T extends AttemptedClaim> {
       const released = await this.spec.table.release(this.spec.dataSource, leftovers).catch(() => 0);
       this.spec.logger.warn(`Released ${released} claimed ${this.spec.table.label} row(s) at shutdown`);
     }
+  }
+
+  /** Claims now when no loop runs; otherwise lets a busy loop take the trigger, or claims beside them if none soon does. */
+  private claimSoon(): void {
+    if (this.loops.size === 0) return this.spawn();
+    if (this.besideTimer) return;
+    this.besideTimer = setTimeout(() => {
+      this.besideTimer = undefined;
+      // A loop that finished its batch since has taken the trigger (or is claiming it).
+      if (this.lookAgain && this.claimsInFlight === 0) this.spawn();
+    }, this.spec.besideBusyLoopsAfterMs ?? BESIDE_BUSY_LOOPS_AFTER_MS);
+    this.besideTimer.unref();
   }
 
   /** Starts one more loop, unless all are running. */
@@ -154,8 +181,8 @@ export class ClaimWorker<T extends AttemptedClaim> {
     try {
       return await this.spec.claim(this.spec.batchSize, claimToken);
     } finally {
-      // A trigger that came while this claim was in flight claims now, in a loop of its own.
-      if (--this.claimsInFlight === 0 && this.lookAgain) this.spawn();
+      // A trigger that came while this claim was in flight: claimed once this loop's batch is done, or beside it.
+      if (--this.claimsInFlight === 0 && this.lookAgain) this.claimSoon();
     }
   }
 }

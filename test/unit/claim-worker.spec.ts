@@ -26,8 +26,9 @@ class FakeQueue {
   /** Rows taken by claims that failed, by their token. */
   private readonly lost = new Map<string, number[]>();
 
-  worker(batchSize: number, concurrency: number, holdProcessing = false): ClaimWorker<Row> {
+  worker(batchSize: number, concurrency: number, holdProcessing = false, besideBusyLoopsAfterMs?: number): ClaimWorker<Row> {
     return new ClaimWorker<Row>({
+      besideBusyLoopsAfterMs,
       dataSource: undefined as never,
       table: {
         label: 'fake',
@@ -80,11 +81,14 @@ class FakeQueue {
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Longer than any test lasts: a trigger beside busy loops then waits for one of them. */
+const NEVER_BESIDE_MS = 60_000;
 
 describe('ClaimWorker', () => {
-  it('claims a row committed while another batch is still being processed, without waiting for it', async () => {
+  it('claims a row committed while another batch is still being processed beside it, once that batch has taken long enough', async () => {
     const queue = new FakeQueue();
-    const worker = queue.worker(10, 4, true);
+    const worker = queue.worker(10, 4, true, 20);
     queue.due = [1];
     worker.trigger();
     await tick();
@@ -93,11 +97,39 @@ describe('ClaimWorker', () => {
     queue.due = [2];
     worker.trigger();
     await tick();
-    // The second row is being processed while the first batch still waits.
-    expect(queue.processing).toBe(2);
+    // Not at once: the busy loop may finish first and take it with whatever comes meanwhile.
+    expect(queue.claims).toBe(1);
+    // The first batch still waits (a slow send): the second row goes out beside it.
+    while (queue.processing < 2) await sleep(5);
+    expect(queue.claims).toBe(2);
     queue.finishAll();
     await worker.drain();
     expect(queue.processed.sort()).toEqual([1, 2]);
+  });
+
+  it('takes the rows committed while its batch was processed in one claim when the batch finishes first', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(10, 4, true, NEVER_BESIDE_MS);
+    queue.due = [1];
+    worker.trigger();
+    await tick();
+    for (const row of [2, 3, 4]) {
+      queue.due.push(row);
+      worker.trigger();
+      await tick();
+    }
+    expect(queue.claims).toBe(1);
+
+    queue.finishAll();
+    await tick();
+    await tick();
+    // The loop that finished claimed again, once, for all three.
+    expect(queue.claims).toBe(2);
+    queue.finishAll();
+    await worker.drain();
+    expect(queue.processed).toEqual([1, 2, 3, 4]);
+    expect(queue.maxProcessing).toBe(1);
+    await worker.stop();
   });
 
   it('never runs more loops than its concurrency, and loses no trigger when all are busy', async () => {
@@ -122,9 +154,9 @@ describe('ClaimWorker', () => {
     expect(queue.maxProcessing).toBe(2);
   });
 
-  it('sends no second claim beside one in flight, and claims what came meanwhile as it returns', async () => {
+  it('sends no second claim beside one in flight, and claims what came meanwhile once that batch is done', async () => {
     const queue = new FakeQueue();
-    const worker = queue.worker(10, 4, true);
+    const worker = queue.worker(10, 4, true, NEVER_BESIDE_MS);
     queue.holdClaims = true;
     queue.due = [1];
     worker.trigger();
@@ -138,15 +170,19 @@ describe('ClaimWorker', () => {
 
     queue.answerClaims();
     await tick();
-    // The first claim took what was due when it ran; the triggers it did not cover start one claim.
-    expect(queue.claims).toBe(2);
+    // The first claim took what was due when it ran; the triggers it did not cover wait for its batch.
+    expect(queue.claims).toBe(1);
     queue.holdClaims = false;
-    queue.answerClaims();
+    queue.finishAll();
+    await tick();
+    await tick();
+    expect(queue.claims).toBe(2);
     queue.finishAll();
     await worker.drain();
     queue.finishAll();
     expect(queue.processed.sort()).toEqual([1, 2, 3, 4]);
     expect(queue.maxClaimsInFlight).toBe(1);
+    await worker.stop();
   });
 
   it('works a backlog with all its loops', async () => {
