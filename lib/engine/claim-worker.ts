@@ -41,8 +41,9 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
  * The claim → process → settle loops shared by the outbox dispatcher and the deferred inbox.
  * Up to `concurrency` loops run at once. A trigger with no loop running claims at once. A trigger
  * while loops are busy with their batches makes the first of them to finish claim again, with
- * everything committed meanwhile; if none has finished within `besideBusyLoopsAfterMs`, a loop of
- * its own claims beside them, so a slow send holds up other messages only that long. Each claim
+ * everything committed meanwhile; if none has finished within `besideBusyLoopsAfterMs` and fewer
+ * than `concurrency` run, a loop of its own claims beside them, so a slow send holds up other
+ * messages only that long. Each claim
  * costs the database and the dispatcher the same whatever its size, so under a steady stream this
  * takes a few large claims instead of many small ones. A loop that claimed a full batch starts
  * another at once, so a backlog is worked with all loops.
@@ -106,6 +107,7 @@ export class ClaimWorker<T extends AttemptedClaim> {
 
   /** Claims now when no loop runs; otherwise lets a busy loop take the trigger, or claims beside them if none soon does. */
   private claimSoon(): void {
+    if (this.stopping) return;
     if (this.loops.size === 0) return this.spawn();
     if (this.besideTimer) return;
     this.besideTimer = setTimeout(() => {

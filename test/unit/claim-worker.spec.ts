@@ -132,6 +132,25 @@ describe('ClaimWorker', () => {
     await worker.stop();
   });
 
+  it('claims nothing beside a loop that took the rows before the wait was over', async () => {
+    const queue = new FakeQueue();
+    const worker = queue.worker(10, 4, true, 20);
+    queue.due = [1];
+    worker.trigger();
+    await tick();
+    queue.due.push(2);
+    worker.trigger();
+    queue.finishAll();
+    while (queue.processing < 1 || queue.claims < 2) await tick();
+    // Past the wait: the busy loop already took row 2, so no loop of its own claims (for nothing).
+    await sleep(60);
+    expect(queue.claims).toBe(2);
+    queue.finishAll();
+    await worker.drain();
+    expect(queue.processed).toEqual([1, 2]);
+    await worker.stop();
+  });
+
   it('never runs more loops than its concurrency, and loses no trigger when all are busy', async () => {
     const queue = new FakeQueue();
     const worker = queue.worker(1, 2, true);
@@ -170,7 +189,8 @@ describe('ClaimWorker', () => {
 
     queue.answerClaims();
     await tick();
-    // The first claim took what was due when it ran; the triggers it did not cover wait for its batch.
+    // The first claim took all four. The triggers that came while it was in flight start no claim
+    // beside its batch: its loop looks once more when the batch is done.
     expect(queue.claims).toBe(1);
     queue.holdClaims = false;
     queue.finishAll();
