@@ -43,10 +43,9 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
  * while loops are busy with their batches makes the first of them to finish claim again, with
  * everything committed meanwhile; if none has finished within `besideBusyLoopsAfterMs` and fewer
  * than `concurrency` run, a loop of its own claims beside them, so a slow send holds up other
- * messages only that long. Each claim
- * costs the database and the dispatcher the same whatever its size, so under a steady stream this
- * takes a few large claims instead of many small ones. A loop that claimed a full batch starts
- * another at once, so a backlog is worked with all loops.
+ * messages only that long. Each claim costs the database and the dispatcher the same whatever its
+ * size, so under a steady stream this takes a few large claims instead of many small ones. A loop
+ * that claimed a full batch starts another at once, so a backlog is worked with all loops.
  */
 export class ClaimWorker<T extends AttemptedClaim> {
   private readonly inFlight = new Map<string, T[]>();
