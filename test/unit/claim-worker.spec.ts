@@ -85,13 +85,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Longer than any test lasts: a trigger beside busy loops then waits for one of them. */
 const NEVER_BESIDE_MS = 60_000;
 
+/** A worker of 4 loops whose first loop is busy with row 1, its batch held until `finishAll()`. */
+async function busyWithRowOne(besideBusyLoopsAfterMs: number): Promise<{ queue: FakeQueue; worker: ClaimWorker<Row> }> {
+  const queue = new FakeQueue();
+  const worker = queue.worker(10, 4, true, besideBusyLoopsAfterMs);
+  queue.due = [1];
+  worker.trigger();
+  await tick();
+  return { queue, worker };
+}
+
 describe('ClaimWorker', () => {
   it('claims a row committed while another batch is still being processed beside it, once that batch has taken long enough', async () => {
-    const queue = new FakeQueue();
-    const worker = queue.worker(10, 4, true, 20);
-    queue.due = [1];
-    worker.trigger();
-    await tick();
+    const { queue, worker } = await busyWithRowOne(20);
     expect(queue.processing).toBe(1);
 
     queue.due = [2];
@@ -108,11 +114,7 @@ describe('ClaimWorker', () => {
   });
 
   it('takes the rows committed while its batch was processed in one claim when the batch finishes first', async () => {
-    const queue = new FakeQueue();
-    const worker = queue.worker(10, 4, true, NEVER_BESIDE_MS);
-    queue.due = [1];
-    worker.trigger();
-    await tick();
+    const { queue, worker } = await busyWithRowOne(NEVER_BESIDE_MS);
     for (const row of [2, 3, 4]) {
       queue.due.push(row);
       worker.trigger();
@@ -133,11 +135,7 @@ describe('ClaimWorker', () => {
   });
 
   it('claims nothing beside a loop that took the rows before the wait was over', async () => {
-    const queue = new FakeQueue();
-    const worker = queue.worker(10, 4, true, 20);
-    queue.due = [1];
-    worker.trigger();
-    await tick();
+    const { queue, worker } = await busyWithRowOne(20);
     queue.due.push(2);
     worker.trigger();
     queue.finishAll();
