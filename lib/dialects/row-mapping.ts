@@ -15,10 +15,10 @@ type SelectedRow = Record<string, any>;
 /** What a claimed row of either table carries: the message as the transport sends it or a handler gets it. */
 type ClaimedFields = Omit<ClaimedMessage, 'transport' | 'destination' | 'createdAt'>;
 
-function claimedFields(row: SelectedRow, id: string): ClaimedFields {
+function claimedFields(row: SelectedRow, id: string, claimToken: string): ClaimedFields {
   return {
     id,
-    claimToken: row.claim_token,
+    claimToken,
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     orderingKey: row.ordering_key,
@@ -37,16 +37,23 @@ function claimedFields(row: SelectedRow, id: string): ClaimedFields {
  * that was the largest single cost per message (see docs/performance.md).
  */
 
-export function toClaimedMessage(row: SelectedRow, converted: Pick<ClaimedMessage, 'id' | 'createdAt'>): ClaimedMessage {
-  const message = claimedFields(row, converted.id) as ClaimedMessage;
-  message.transport = row.transport;
+/**
+ * `converted` may also carry the claim token and the transport, where the claim knows them and
+ * does not select them per row.
+ */
+export function toClaimedMessage(
+  row: SelectedRow,
+  converted: Pick<ClaimedMessage, 'id' | 'createdAt'> & Partial<Pick<ClaimedMessage, 'claimToken' | 'transport'>>,
+): ClaimedMessage {
+  const message = claimedFields(row, converted.id, converted.claimToken ?? row.claim_token) as ClaimedMessage;
+  message.transport = converted.transport ?? row.transport;
   message.destination = row.destination;
   message.createdAt = converted.createdAt;
   return message;
 }
 
 export function toClaimedInboxMessage(row: SelectedRow, converted: Pick<ClaimedInboxMessage, 'id'>): ClaimedInboxMessage {
-  const message = claimedFields(row, converted.id) as ClaimedInboxMessage;
+  const message = claimedFields(row, converted.id, row.claim_token) as ClaimedInboxMessage;
   message.consumer = row.consumer;
   return message;
 }

@@ -98,6 +98,10 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
         ]);
         const stored = await rowsById(t, kind);
         for (const c of claimed) expect(stored.get(c.id)).toMatchObject({ status: PROCESSING, claimToken: token, claimedBy: 'contract-instance' });
+        // The outbox's claim carries the row's creation time (the published-at header) and its lane.
+        if (kind === 'outbox') {
+          for (const c of claimed) expect(c).toMatchObject({ createdAt: stored.get(c.id)!.createdAt, transport: lane });
+        }
         expect(await claim(t, kind, 10, randomUUID())).toEqual([]);
         expect((await claim(t, kind, 10, randomUUID(), otherLane)).map((c) => c.messageId)).toEqual([rows[2].messageId]);
       });

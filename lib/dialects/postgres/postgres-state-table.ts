@@ -12,8 +12,8 @@ const { PROCESSING } = MessageStatus;
 
 /**
  * PostgreSQL's spelling of the state table: `$n` parameters, `now()`, counts from `RETURNING`,
- * `SKIP LOCKED` subqueries, and batch settles through `unnest` (one statement per outcome per
- * batch).
+ * `SKIP LOCKED` subqueries, and batch settles by `id = ANY` for one claim's rows or through
+ * `unnest` for per-row values (one statement per outcome per batch).
  */
 function postgresFlavour(table: string): StateTableFlavour {
   return {
@@ -37,6 +37,17 @@ function postgresFlavour(table: string): StateTableFlavour {
       `(SELECT count(*) FROM ${table} AS w
                WHERE w.ordering_key = c.ordering_key ${scope ? `AND w.${scope} = c.${scope}` : ''} AND w.id > c.id AND w.${UNFINISHED_SQL})`,
     updateClaims(claims, values, set) {
+      const token = claims[0].claimToken;
+      if (values.length === 0 && claims.every((claim) => claim.claimToken === token)) {
+        // One claim's rows (a dispatcher's batch always is): the ids and the one token, through
+        // the primary key, instead of a token per row that the server parses and joins on.
+        return {
+          sql: `UPDATE ${table} AS t SET ${set({ column: (name) => `t.${name}`, value: noPerClaimValues })}
+       WHERE t.id = ANY($1::bigint[]) AND t.claim_token = $2 AND t.status = '${PROCESSING}'
+       RETURNING t.id`,
+          params: [claims.map((c) => c.id), token],
+        };
+      }
       const names = ['id', 'token', ...values.map((v) => v.name)];
       const types = ['bigint', 'uuid', ...values.map((v) => v.type)];
       return {
@@ -48,6 +59,10 @@ function postgresFlavour(table: string): StateTableFlavour {
       };
     },
   };
+}
+
+function noPerClaimValues(name: string): never {
+  throw new Error(`The settle has no per-claim value '${name}'`);
 }
 
 /** PostgreSQL transitions shared by the outbox and inbox tables. */
