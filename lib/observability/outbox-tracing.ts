@@ -51,6 +51,18 @@ export interface TracedOperation {
 }
 
 /**
+ * Whether a span started now could record: an SDK's tracer provider is registered. False without
+ * `@opentelemetry/api` or without an SDK, where a caller can skip building a span's name and
+ * attributes per message. The global provider is the API's proxy, delegating once an SDK registers.
+ */
+export function spansMayRecord(): boolean {
+  const api = openTelemetryIfInstalled();
+  if (!api) return false;
+  const provider = api.trace.getTracerProvider();
+  return !(provider instanceof api.ProxyTracerProvider) || provider.getDelegateTracer(TRACER_NAME) !== undefined;
+}
+
+/**
  * Starts a span continuing the trace whose context `headers` carry (a stored message's, a
  * delivery's), or none when nothing records spans (no SDK): then the caller runs untraced, at
  * the cost of this call.
@@ -62,7 +74,7 @@ export function startSpanFrom(
   attributes: Record<string, string | number>,
 ): TracedOperation | undefined {
   const api = openTelemetryIfInstalled();
-  if (!api) return undefined;
+  if (!api || !spansMayRecord()) return undefined;
   const tracer: Tracer = api.trace.getTracer(TRACER_NAME);
   const parent = api.propagation.extract(api.ROOT_CONTEXT, headers, getter);
   const span = tracer.startSpan(name, { kind: kind === 'producer' ? api.SpanKind.PRODUCER : api.SpanKind.CONSUMER, attributes }, parent);

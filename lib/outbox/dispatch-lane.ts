@@ -7,7 +7,7 @@ import { FailurePolicy, settleBatch } from '../engine/settlement';
 import { FailedSettlement } from '../engine/state-table';
 import { MessageStatus } from '../message/message-status';
 import { errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
-import { endSpan, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
+import { endSpan, spansMayRecord, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
 import { OutboxTransport } from '../transport/outbox-transport';
 import { OutboxIdentity } from '../naming/outbox-identity';
 
@@ -104,7 +104,10 @@ export class DispatchLane {
     const { dialect, dataSource } = this.spec;
     // Timed only for a listener: the events are free when nobody subscribes.
     const sendMs = listening(OUTBOX_EVENTS.sent, OUTBOX_EVENTS.retryScheduled, OUTBOX_EVENTS.manualRequired) ? new Array<number>(claimed.length) : undefined;
-    const results = await Promise.allSettled(claimed.map((message, index) => (sendMs ? timed(() => this.send(message), sendMs, index) : this.send(message))));
+    // Asked once per batch: without an SDK, nothing is built per message for a span.
+    const traced = spansMayRecord();
+    const send = (message: ClaimedMessage) => (traced ? this.sendTraced(message) : sendUntraced(this.spec.transport, message));
+    const results = await Promise.allSettled(claimed.map((message, index) => (sendMs ? timed(() => send(message), sendMs, index) : send(message))));
     const { done, failed, released } = settleBatch(claimed, results, this.spec.failurePolicy);
     if (released.length > 0) this.paused = true;
     // Retried: a lost settle would leave its rows PROCESSING until the stuck detector reclaims them.
@@ -166,7 +169,7 @@ export class DispatchLane {
    * One send, in a producer span continuing the trace the message was published in, whose context
    * the message carries on (where an SDK records spans; otherwise a plain send).
    */
-  private async send(message: ClaimedMessage): Promise<void> {
+  private async sendTraced(message: ClaimedMessage): Promise<void> {
     const destination = message.destination || message.exchange || message.routingKey;
     const operation = startSpanFrom(message.headers, `send ${destination || this.spec.name}`, 'producer', {
       'messaging.operation.type': 'send',
@@ -202,6 +205,15 @@ export class DispatchLane {
       // Also when a settle committed but its reply was lost, and its retry found nothing left to change.
       this.logger.warn(`${claimed - settled} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
     }
+  }
+}
+
+/** The transport's send, with a synchronous throw (a custom transport's) turned into this send's failure. */
+function sendUntraced(transport: OutboxTransport, message: ClaimedMessage): Promise<void> {
+  try {
+    return transport.send(message);
+  } catch (error) {
+    return Promise.reject(error);
   }
 }
 

@@ -16,7 +16,7 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { golevelup } from './amqp/golevelup';
 import { BrokerLink } from './amqp/broker-link';
 import { BrokerCloseError, isPermanentRefusal } from './amqp/channel-close';
-import { AmqpPublication, ConfirmPublisher } from './amqp/confirm-publisher';
+import { AmqpPublication, ConfirmPublisher, PublishOutcome } from './amqp/confirm-publisher';
 import { ExchangeRegistry } from './amqp/exchange-registry';
 import { IsolationLane } from './amqp/isolation-lane';
 import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from './outbox-transport';
@@ -134,42 +134,71 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     await Promise.all([main?.publisher.then((p) => p.close()).catch(() => undefined), this.isolation.close()]);
   }
 
-  private async deliver(link: BrokerLink, message: OutgoingMessage): Promise<void> {
-    const publication = this.toPublication(message);
-    this.assertEncodable(message, publication.options.headers);
-    for (let round = 0; round <= MAX_RESENDS; round++) {
+  private deliver(link: BrokerLink, message: OutgoingMessage): Promise<void> {
+    let publication: AmqpPublication;
+    try {
+      publication = this.toPublication(message);
+      this.assertEncodable(message, publication.options.headers);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // The usual case, without an async function's frame held per message until its confirm:
+    // connected, the exchange known to exist, the main channel open, the message no suspect.
+    const connection = link.connection;
+    const publisher =
+      connection && this.exchanges.isKnown(connection, message.exchange) && !this.suspects.has(message.messageId)
+        ? this.openPublisherOn(connection)
+        : undefined;
+    if (!connection || !publisher) return this.deliverInRounds(link, message, publication);
+    return publisher.publish(publication).then((outcome) => {
+      if (!this.delivered(outcome, connection, message)) return this.deliverInRounds(link, message, publication, 1);
+    });
+  }
+
+  /** Publishes until the broker confirms, from round `first` on; each round after a channel closed over other messages. */
+  private async deliverInRounds(link: BrokerLink, message: OutgoingMessage, publication: AmqpPublication, first = 0): Promise<void> {
+    for (let round = first; round <= MAX_RESENDS; round++) {
       const connection = link.connection;
       if (!connection) throw new TransportUnavailableError('The broker is disconnected or blocks publishers');
-      // Known exchanges and an open channel are answered without a promise: this runs per message.
+      // Known exchanges and an open channel are answered without a promise.
       const exists = this.exchangeExists(connection, message);
       if (!(typeof exists === 'boolean' ? exists : await exists)) throw new ExchangeNotFoundError(message.exchange);
       const alone = this.suspects.has(message.messageId);
       const outcome = alone
         ? await this.isolation.publish(connection, publication)
         : await (this.openPublisherOn(connection) ?? (await this.publisherOn(connection))).publish(publication);
-      switch (outcome.kind) {
-        case 'confirmed':
-          this.suspects.delete(message.messageId);
-          return;
-        case 'returned':
-          throw new UnroutableMessageError(message.messageId, message.exchange, message.routingKey);
-        case 'nacked':
-          throw new OutboxError(
-            `The broker nacked message ${message.messageId}: it could not take responsibility for it (e.g. a queue with x-overflow reject-publish is full)`,
-          );
-        case 'unencodable':
-          throw this.unencodable(message, outcome.error);
-        case 'closed':
-          if (outcome.blame === 'none') throw new TransportUnavailableError(`The broker connection closed before message ${message.messageId} was confirmed`);
-          if (outcome.blame === 'culprit') {
-            this.suspects.delete(message.messageId);
-            throw this.refusal(connection, message, outcome.error!);
-          }
-          if (outcome.blame === 'suspect') this.suspect(message.messageId);
-        // innocent, or a suspect from now on sent alone: send again.
-      }
+      if (this.delivered(outcome, connection, message)) return;
     }
     throw new TransportUnavailableError(`Channels kept closing over other messages while message ${message.messageId} was sent`);
+  }
+
+  /**
+   * What a publication's outcome means: true once confirmed; false when it is to be sent again
+   * (its channel closed over another message, or it is a suspect from now on, sent alone); throws
+   * the message's failure otherwise.
+   */
+  private delivered(outcome: PublishOutcome, connection: ChannelModel, message: OutgoingMessage): boolean {
+    switch (outcome.kind) {
+      case 'confirmed':
+        if (this.suspects.size > 0) this.suspects.delete(message.messageId);
+        return true;
+      case 'returned':
+        throw new UnroutableMessageError(message.messageId, message.exchange, message.routingKey);
+      case 'nacked':
+        throw new OutboxError(
+          `The broker nacked message ${message.messageId}: it could not take responsibility for it (e.g. a queue with x-overflow reject-publish is full)`,
+        );
+      case 'unencodable':
+        throw this.unencodable(message, outcome.error);
+      case 'closed':
+        if (outcome.blame === 'none') throw new TransportUnavailableError(`The broker connection closed before message ${message.messageId} was confirmed`);
+        if (outcome.blame === 'culprit') {
+          this.suspects.delete(message.messageId);
+          throw this.refusal(connection, message, outcome.error!);
+        }
+        if (outcome.blame === 'suspect') this.suspect(message.messageId);
+        return false;
+    }
   }
 
   private exchangeExists(connection: ChannelModel, message: OutgoingMessage): boolean | Promise<boolean> {

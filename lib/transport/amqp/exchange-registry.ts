@@ -18,7 +18,7 @@ export class ExchangeRegistry {
 
   /** Whether `exchange` exists on the broker of `connection`. The default exchange ('') always does. */
   exists(connection: ChannelModel, exchange: string): boolean | Promise<boolean> {
-    if (exchange === '' || this.knownOn(connection).has(exchange)) return true;
+    if (this.isKnown(connection, exchange)) return true;
     let checks = this.checking.get(connection);
     if (!checks) this.checking.set(connection, (checks = new Map()));
     let check = checks.get(exchange);
@@ -33,6 +33,11 @@ export class ExchangeRegistry {
       checks.set(exchange, check);
     }
     return check;
+  }
+
+  /** Whether `exchange` is known to exist on the broker of `connection`, without checking. */
+  isKnown(connection: ChannelModel, exchange: string): boolean {
+    return exchange === '' || this.knownOn(connection).has(exchange);
   }
 
   /** Forgets that `exchange` exists (the broker said otherwise since). */
