@@ -73,6 +73,8 @@ class KitState {
   /** Turns of handlers that consume one queue. */
   readonly turns = new Map<string, number>();
   subscriptions?: InboxSubscription[];
+  /** Each dispatcher's failed sends as the last flush left them. */
+  readonly failuresSeen = new Map<OutboxDispatcher, number>();
 }
 
 const states = new WeakMap<INestApplicationContext, KitState>();
@@ -161,8 +163,10 @@ export class OutboxTestKit {
     const inboxWorker = this.part<InboxWorker>(getInboxWorkerToken(this.outbox));
     const result: FlushResult = { rounds: 0, sent: 0, delivered: 0, inboxRuns: 0 };
     const retryWaitMs = this.longestRetryDelayMs();
+    // The dispatcher also sends on its own, e.g. what a commit hands it at once: sends of it that
+    // failed since the last flush have retries scheduled too.
     /** Set by a round that saw attempts fail (or deferred runs, which may have): their retries may be due soon. */
-    let retriesScheduled = false;
+    let retriesScheduled = dispatcher.stats.failed > (this.state.failuresSeen.get(dispatcher) ?? 0);
     while (true) {
       if (result.rounds >= settings.maxRounds) {
         throw new OutboxTestKitError(
@@ -177,7 +181,9 @@ export class OutboxTestKit {
       result.sent += dispatcher.stats.sent - before.sent;
       result.delivered += delivered;
       result.inboxRuns += inboxRuns;
-      if (claimed > 0 || delivered > 0 || inboxRuns > 0) {
+      this.state.failuresSeen.set(dispatcher, dispatcher.stats.failed);
+      // Batches the dispatcher began before the round and finished during it count as its work.
+      if (claimed > 0 || dispatcher.stats.claimed > before.claimed || delivered > 0 || inboxRuns > 0) {
         retriesScheduled = dispatcher.stats.failed > before.failed || inboxRuns > 0;
         continue;
       }
