@@ -35,6 +35,7 @@ import { runtimeOptionProblems, validateOutboxOptions } from './options/validate
 import { staticOptionProblems, validateStaticOptions } from './options/validate-static-options';
 import { OutboxOptionsError } from './errors';
 import { OutboxWakeup } from './outbox/outbox-wakeup';
+import { CommitHandoff } from './outbox/commit-handoff';
 import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 import { transportOptionProblems } from './transport/outbox-transport';
 import { createTablesAtStartup } from './schema/create-tables-at-startup';
@@ -143,6 +144,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     },
     ...transportProviders(lanes, defaultLane),
     OutboxWakeup,
+    CommitHandoff,
     InboxWakeup,
     InboxConsumers,
     InboxHandlerExplorer,

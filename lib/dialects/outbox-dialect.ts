@@ -17,6 +17,18 @@ export interface ClaimedMessage extends AttemptedClaim {
   createdAt: Date;
 }
 
+/** The claim a row is inserted under when its sender is known before it commits. */
+export interface InsertClaim {
+  token: string;
+  claimedBy: string;
+}
+
+/** What a row inserted claimed came back with. */
+export interface InsertedClaimedRow {
+  id: string;
+  createdAt: Date;
+}
+
 /** Where an outbox message stands, for operators and for code that explains a refusal. */
 export type OutboxMessageState = MessageState;
 
@@ -41,6 +53,12 @@ export type OutboxMessageQuery =
 export interface OutboxDialect extends StateTable {
   /** Inserts a PENDING row unless one with the same message id or (type, bizKey) exists. */
   insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean>;
+  /**
+   * Inserts the row already claimed (PROCESSING under `claim`, due now), unless it is a duplicate
+   * as for `insert`; returns its id and creation time, or null for a duplicate. Where a dialect
+   * lacks it, every message is inserted PENDING and claimed (see `CommitHandoff`).
+   */
+  insertClaimed?(manager: EntityManager, row: NewOutboxRow, claim: InsertClaim): Promise<InsertedClaimedRow | null>;
   /** The message id of the row that made an insert a duplicate. */
   findDuplicateMessageId(manager: EntityManager, row: NewOutboxRow): Promise<string | null>;
   /**
@@ -48,8 +66,12 @@ export interface OutboxDialect extends StateTable {
    * `default`) in one short transaction, skipping rows locked by others.
    */
   claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport?: string): Promise<ClaimedMessage[]>;
-  /** PENDING/FAILED/MANUAL_REQUIRED rows of a business event become ABANDONED; returns how many. */
-  cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number>;
+  /**
+   * PENDING/FAILED/MANUAL_REQUIRED rows of a business event become ABANDONED; returns how many.
+   * `insertedClaimed`: ids of rows this transaction inserted claimed (`insertClaimed`), which are
+   * never sent yet, so they are abandoned too.
+   */
+  cancel(manager: EntityManager, bizKey: string, type: string | undefined, insertedClaimed?: string[]): Promise<number>;
   /** The latest state of one message, or null when there is none. */
   findMessage(target: SqlTarget, query: OutboxMessageQuery): Promise<OutboxMessageState | null>;
   /** Claimable (PENDING or FAILED) rows per transport. */

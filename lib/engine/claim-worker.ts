@@ -48,7 +48,9 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
  * that claimed a full batch starts another at once, so a backlog is worked with all loops.
  */
 export class ClaimWorker<T extends AttemptedClaim> {
-  private readonly inFlight = new Map<string, T[]>();
+  private readonly inFlight = new Set<T[]>();
+  /** Rows claimed elsewhere and handed to this worker (see `handOff`), not yet taken by a loop. */
+  private handedOff: T[] = [];
   private readonly loops = new Set<Promise<void>>();
   /** A trigger that no loop has looked for since: the next loop to finish a cycle claims again. */
   private lookAgain = false;
@@ -75,6 +77,26 @@ export class ClaimWorker<T extends AttemptedClaim> {
     if (this.claimsInFlight === 0) this.claimSoon();
   }
 
+  /**
+   * Takes rows already claimed elsewhere (inserted claimed by a transaction of this process that
+   * has committed) to process like a claimed batch, without a claim statement. Loops take them
+   * before claiming, up to a batch at a time; a loop of their own starts as a trigger's would.
+   * After `stop()` they are given back at once. Never throws.
+   */
+  handOff(rows: T[]): void {
+    if (this.stopping) {
+      void this.releaseLeftovers(rows);
+      return;
+    }
+    for (const row of rows) this.handedOff.push(row);
+    this.startSoon(false);
+  }
+
+  /** Handed-off rows no loop has taken yet. */
+  get handedOffCount(): number {
+    return this.handedOff.length;
+  }
+
   /** Runs until no due row is left; resolves, when done, with how many rows were claimed meanwhile. */
   async drain(): Promise<number> {
     const before = this.claimedRows;
@@ -97,46 +119,67 @@ export class ClaimWorker<T extends AttemptedClaim> {
       await Promise.race([Promise.all([...this.loops]), sleep(grace, undefined, { signal: graceOver.signal }).catch(() => undefined)]);
       graceOver.abort();
     }
-    const leftovers = [...this.inFlight.values()].flat();
-    if (leftovers.length > 0) {
-      const released = await this.spec.table.release(this.spec.dataSource, leftovers).catch(() => 0);
-      this.spec.logger.warn(`Released ${released} claimed ${this.spec.table.label} row(s) at shutdown`);
-    }
+    await this.releaseLeftovers([...[...this.inFlight].flat(), ...this.handedOff.splice(0)]);
+  }
+
+  /** Gives back rows this worker holds and will not process, so another instance can take them at once. */
+  private async releaseLeftovers(rows: T[]): Promise<void> {
+    if (rows.length === 0) return;
+    const released = await this.spec.table.release(this.spec.dataSource, rows).catch(() => 0);
+    this.spec.logger.warn(`Released ${released} claimed ${this.spec.table.label} row(s) at shutdown`);
   }
 
   /** Claims now when no loop runs; otherwise lets a busy loop take the trigger, or claims beside them if none soon does. */
   private claimSoon(): void {
+    this.startSoon(true);
+  }
+
+  /**
+   * Starts a loop now when none runs; otherwise lets a busy loop take the work when it is done, or
+   * starts one beside them if none soon is. `claim`: the loop claims (a trigger), rather than
+   * only taking handed-off rows.
+   */
+  private startSoon(claim: boolean): void {
     if (this.stopping) return;
-    if (this.loops.size === 0) return this.spawn();
+    if (this.loops.size === 0) return this.spawn(claim);
     if (this.besideTimer) return;
     this.besideTimer = setTimeout(() => {
       this.besideTimer = undefined;
-      // A loop that finished its batch since has taken the trigger (or is claiming it).
-      if (this.lookAgain && this.claimsInFlight === 0) this.spawn();
+      // A loop that finished its batch since has taken the work (or is claiming it).
+      const claimDue = this.lookAgain && this.claimsInFlight === 0;
+      if (claimDue || this.handedOff.length > 0) this.spawn(claimDue);
     }, this.spec.besideBusyLoopsAfterMs ?? BESIDE_BUSY_LOOPS_AFTER_MS);
     this.besideTimer.unref();
   }
 
-  /** Starts one more loop, unless all are running. */
-  private spawn(): void {
+  /** Starts one more loop, unless all are running; `claim`: it claims at least once. */
+  private spawn(claim = true): void {
     if (this.stopping || this.loops.size >= this.spec.concurrency) return;
-    const loop = this.loop().finally(() => {
+    const loop = this.loop(claim).finally(() => {
       this.loops.delete(loop);
-      // A trigger that came as the last loop ended must not be lost.
-      if (this.lookAgain && this.loops.size === 0) this.spawn();
+      // A trigger or a hand-off that came as the last loop ended must not be lost.
+      if (this.loops.size === 0 && (this.lookAgain || this.handedOff.length > 0)) this.spawn(this.lookAgain);
     });
     this.loops.add(loop);
   }
 
-  private async loop(): Promise<void> {
+  private async loop(claimFirst: boolean): Promise<void> {
+    let claim = claimFirst;
     try {
       while (!this.stopping) {
+        // Handed-off rows first: they are claimed already and cost no statement to take.
+        const handedOff = this.takeHandedOff();
+        if (handedOff.length > 0) {
+          await this.processClaimed(handedOff);
+          continue;
+        }
+        // Nothing asked this loop to claim: no trigger since, and its last claim was short.
+        if (!claim && !(this.lookAgain && this.claimsInFlight === 0)) return;
         // Not ready: nothing is claimed, and the trigger is spent (the owner triggers again when ready).
         this.lookAgain = false;
         if (this.spec.isReady && !this.spec.isReady()) return;
-        const claimed = await this.claimAndProcess();
-        // Short batch: nothing else was due when this loop looked, unless a trigger came since.
-        if (claimed < this.spec.batchSize && !this.lookAgain) return;
+        // A full batch: more may be due at once.
+        claim = (await this.claimAndProcess()) === this.spec.batchSize;
       }
     } catch (error) {
       // The database is unreachable or failing: polling tries again; claimed rows are reclaimed.
@@ -146,19 +189,32 @@ export class ClaimWorker<T extends AttemptedClaim> {
 
   /** One claim → process cycle; returns how many rows it claimed. */
   private async claimAndProcess(): Promise<number> {
-    const claimToken = randomUUID();
-    const batch = await this.claim(claimToken);
+    const batch = await this.claim(randomUUID());
     if (batch.length === 0) return 0;
-    this.claimedRows += batch.length;
     if (batch.length === this.spec.batchSize) this.spawn();
-    this.inFlight.set(claimToken, batch);
+    await this.processClaimed(batch);
+    return batch.length;
+  }
+
+  /** Up to a batch of the handed-off rows, oldest first. */
+  private takeHandedOff(): T[] {
+    if (this.handedOff.length <= this.spec.batchSize) return this.handedOff.splice(0);
+    const batch = this.handedOff.splice(0, this.spec.batchSize);
+    // More than a batch waits: another loop can take it meanwhile. Once this loop is counted (it
+    // may be starting, not yet in `loops`), so that no more than `concurrency` run.
+    queueMicrotask(() => this.spawn(false));
+    return batch;
+  }
+
+  private async processClaimed(batch: T[]): Promise<void> {
+    this.claimedRows += batch.length;
+    this.inFlight.add(batch);
     try {
       await this.spec.process(batch);
       // Settling an ordered row may have made the next row of its key claimable: look again.
       if (batch.some((row) => row.orderingKey !== null)) this.lookAgain = true;
-      return batch.length;
     } finally {
-      this.inFlight.delete(claimToken);
+      this.inFlight.delete(batch);
     }
   }
 

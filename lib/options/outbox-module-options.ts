@@ -23,6 +23,17 @@ export class OutboxModuleOptions {
   dispatcherEnabled = true;
 
   /**
+   * Send what this process publishes straight from memory once its transaction commits: such a
+   * message is inserted already claimed by this process's dispatcher, which sends it without
+   * claiming it or reading it back (ordered and delayed messages, and those of a lane that is not
+   * sending or is behind, go the claimed way). If the process dies before sending it, the stuck
+   * detector reclaims it after `stuckReclaimAfterMs`, instead of the next poll taking it.
+   * PostgreSQL only for now; elsewhere every message is claimed.
+   */
+  @IsBoolean()
+  sendOnCommit = true;
+
+  /**
    * Rows claimed per dispatch batch. With `dispatchConcurrency` it sets how many sends can await
    * their confirms at once: a wide window keeps the broker busy (docs/performance.md has the
    * measurements behind the default).

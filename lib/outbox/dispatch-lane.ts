@@ -1,15 +1,19 @@
 import { Logger } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ClaimedMessage, OutboxDialect } from '../dialects/outbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
+import { DoneSettler } from '../engine/done-settler';
 import { persistently } from '../engine/persistently';
 import { FailurePolicy, settleBatch } from '../engine/settlement';
-import { FailedSettlement } from '../engine/state-table';
+import { ClaimRef, FailedSettlement } from '../engine/state-table';
 import { MessageStatus } from '../message/message-status';
 import { errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, spansMayRecord, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
 import { OutboxTransport } from '../transport/outbox-transport';
 import { OutboxIdentity } from '../naming/outbox-identity';
+import { describeError } from '../retry/error-classifier';
+import { HandoffLane } from './commit-handoff';
 
 /** Counters since start-up, for monitoring and tests. */
 export interface DispatcherStats {
@@ -52,12 +56,19 @@ export interface DispatchLaneSpec {
  * Lanes share nothing but the database pool, so a transport that is slow or down holds up no
  * other transport's messages.
  */
-export class DispatchLane {
+export class DispatchLane implements HandoffLane {
   readonly stats: DispatcherStats = { claimed: 0, sent: 0, failed: 0, released: 0, fenced: 0 };
   private readonly logger: Logger;
   private readonly worker: ClaimWorker<ClaimedMessage>;
+  private readonly doneSettler: DoneSettler<ClaimRef>;
   /** Set when the transport failed sends as unavailable: no claims until the next poll or its return. */
   private paused = false;
+  /**
+   * The claim token of the messages this process's commits hand to the lane (`CommitHandoff`),
+   * while it takes them; one for the lane's life: a reclaim clears a row's token, which fences off
+   * a late settle all the same.
+   */
+  private handoffClaimToken?: string;
 
   constructor(private readonly spec: DispatchLaneSpec) {
     this.logger = new Logger(spec.identity.logContext(`OutboxDispatcher:${spec.name}`));
@@ -72,6 +83,14 @@ export class DispatchLane {
       processTimeoutMs: spec.sendTimeoutMs,
       isReady: () => !this.paused && (transport.isAvailable?.() ?? true),
       logger: this.logger,
+    });
+    this.doneSettler = new DoneSettler({
+      settle: (rows) => dialect.settleDone(dataSource, rows),
+      lingerMs: DONE_SETTLE_LINGER_MS,
+      maxRows: spec.batchSize,
+      settled: (rows, changed) => this.settledLater(rows, changed),
+      failed: (rows, error) =>
+        this.logger.error(`Could not mark ${rows} sent message(s) DONE; the stuck detector will reclaim them: ${describeError(error, 500)}`),
     });
   }
 
@@ -90,14 +109,39 @@ export class DispatchLane {
     this.trigger();
   }
 
-  /** Dispatches until none of the lane's messages is due; resolves with how many were claimed. */
-  drain(): Promise<number> {
-    return this.worker.drain();
+  /** Dispatches until none of the lane's messages is due and every sent one is DONE; resolves with how many were claimed. */
+  async drain(): Promise<number> {
+    const claimed = await this.worker.drain();
+    await this.doneSettler.idle();
+    return claimed;
+  }
+
+  /** From now on, takes messages this process publishes once they commit (see `CommitHandoff`). */
+  startHandoffs(): void {
+    this.handoffClaimToken ??= randomUUID();
+  }
+
+  /**
+   * The token to insert a message under, when the lane would send it at once: its transport is
+   * sending, and fewer than a full window (batch size × concurrency) of handed-off messages wait.
+   * Otherwise the message is inserted PENDING and waits its turn in the table.
+   */
+  handoffToken(): string | undefined {
+    if (this.handoffClaimToken === undefined || this.paused || !(this.spec.transport.isAvailable?.() ?? true)) return undefined;
+    if (this.worker.handedOffCount >= this.spec.batchSize * this.spec.concurrency) return undefined;
+    return this.handoffClaimToken;
+  }
+
+  /** Sends committed messages that were inserted under `handoffToken()`. */
+  handOff(messages: ClaimedMessage[]): void {
+    this.worker.handOff(messages);
   }
 
   /** Stops claiming, lets in-flight batches finish, gives back what is still claimed. */
-  stop(): Promise<void> {
-    return this.worker.stop();
+  async stop(): Promise<void> {
+    this.handoffClaimToken = undefined;
+    await this.worker.stop();
+    await this.doneSettler.idle();
   }
 
   private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {
@@ -110,14 +154,29 @@ export class DispatchLane {
     const results = await Promise.allSettled(claimed.map((message, index) => (sendMs ? timed(() => send(message), sendMs, index) : send(message))));
     const { done, failed, released } = settleBatch(claimed, results, this.spec.failurePolicy);
     if (released.length > 0) this.paused = true;
+    // Sent rows are marked DONE with other batches' (DoneSettler), unless one is ordered: the next
+    // message of its key becomes claimable only once it is DONE, so it is settled now.
+    const doneLater = !claimed.some((row) => row.orderingKey !== null);
+    if (doneLater) this.doneSettler.add(done);
     // Retried: a lost settle would leave its rows PROCESSING until the stuck detector reclaims them.
     const [settledDone, settledFailed, settledReleased] = await Promise.all([
-      persistently(() => dialect.settleDone(dataSource, done)),
+      doneLater ? done.length : persistently(() => dialect.settleDone(dataSource, done)),
       persistently(() => dialect.settleFailed(dataSource, failed)),
       persistently(() => dialect.release(dataSource, released)),
     ]);
     this.record(claimed.length, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
     this.announce(claimed, results, failed, sendMs, claimed.length - settledDone - settledFailed - settledReleased);
+    // Bounded: a database slower than the broker holds the loops up rather than the settles piling up.
+    if (this.doneSettler.pending > this.spec.batchSize * this.spec.concurrency) await this.doneSettler.idle();
+  }
+
+  /** Accounts for a DONE statement of the `DoneSettler`: rows it found taken over were fenced off. */
+  private settledLater(rows: number, changed: number): void {
+    if (changed >= rows) return;
+    const lost = rows - changed;
+    this.stats.fenced += lost;
+    this.logger.warn(`${lost} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
+    this.spec.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'outbox', transport: this.spec.name, count: lost }));
   }
 
   /** The batch's outcomes as events (see `OUTBOX_EVENTS`). */
@@ -207,6 +266,12 @@ export class DispatchLane {
     }
   }
 }
+
+/**
+ * How long a sent row waits for other batches' to be marked DONE in the same statement. The
+ * message is with its receiver already; only a crash within this time sends it again.
+ */
+const DONE_SETTLE_LINGER_MS = 10;
 
 /** The transport's send, with a synchronous throw (a custom transport's) turned into this send's failure. */
 function sendUntraced(transport: OutboxTransport, message: ClaimedMessage): Promise<void> {

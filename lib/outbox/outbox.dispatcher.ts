@@ -9,6 +9,7 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxTransports } from '../transport/outbox-transports';
 import { DispatcherStats, DispatchLane } from './dispatch-lane';
 import { OutboxWakeup } from './outbox-wakeup';
+import { CommitHandoff } from './commit-handoff';
 import { OutboxIdentity } from '../naming/outbox-identity';
 
 export type { DispatcherStats } from './dispatch-lane';
@@ -38,6 +39,7 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Inject(OUTBOX_INSTANCE_ID) instanceId: string,
     private readonly wakeup: OutboxWakeup,
+    private readonly handoff: CommitHandoff,
     private readonly identity: OutboxIdentity,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
@@ -93,6 +95,8 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
       // A backlog that waited for its transport is sent as soon as it is back, not at the next poll.
       const transport = this.transports.get(lane.name)!;
       if (transport.onAvailable) this.unsubscribe.push(transport.onAvailable(() => lane.resume()));
+      lane.startHandoffs();
+      this.unsubscribe.push(this.handoff.register(lane.name, lane));
     }
     // A commit in this process wakes only the lanes it wrote rows for: an idle lane would answer
     // every commit with a claim that finds nothing.

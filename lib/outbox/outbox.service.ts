@@ -5,7 +5,7 @@ import { OutboxDialect } from '../dialects/outbox-dialect';
 import { OutboxError, OutboxOutsideTransactionError } from '../errors';
 import { OutboxMessage, OutboxWriteOptions, PublishResult } from '../message/outbox-message';
 import { columnText, shortStringText } from '../message/message-text';
-import { assertMessageObject, toNewOutboxRow } from '../message/validate-message';
+import { assertMessageObject, NewOutboxRow, toNewOutboxRow } from '../message/validate-message';
 import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxTransports } from '../transport/outbox-transports';
@@ -14,6 +14,7 @@ import { OUTBOX_EVENTS } from '../observability/outbox-events';
 import { activeTraceHeaders } from '../observability/outbox-tracing';
 import { transportOf } from './message-router';
 import { OutboxWakeup } from './outbox-wakeup';
+import { CommitHandoff } from './commit-handoff';
 import { OUTBOX_TRANSACTION_HOST } from '../naming/outbox-transaction-host';
 import { OutboxIdentity } from '../naming/outbox-identity';
 
@@ -33,6 +34,7 @@ export class OutboxService {
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Inject(OUTBOX_TRANSPORTS) private readonly transports: OutboxTransports,
     private readonly wakeup: OutboxWakeup,
+    private readonly handoff: CommitHandoff,
     private readonly identity: OutboxIdentity,
     @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
   ) {}
@@ -53,19 +55,25 @@ export class OutboxService {
     const problem = this.transports.get(transport)?.addressProblem?.(message);
     if (problem) throw new OutboxMessageInvalidError(`${problem.message} (transport "${transport}")`, problem.field);
     const manager = this.transactionManager('publish', options);
-    if (!(await this.dialect.insert(manager, row))) {
-      const existing = await this.dialect.findDuplicateMessageId(manager, row);
-      return { messageId: existing ?? row.messageId, duplicate: true };
+    // Sent from memory after the commit where this process's dispatcher takes it; claimed otherwise.
+    const claim = this.dialect.insertClaimed ? this.handoff.claimFor(manager, row) : undefined;
+    if (claim) {
+      const inserted = await this.dialect.insertClaimed!(manager, row, claim);
+      if (!inserted) return this.duplicateOf(manager, row);
+      this.handoff.record(manager, row, claim, inserted);
+    } else {
+      if (!(await this.dialect.insert(manager, row))) return this.duplicateOf(manager, row);
+      await this.wakeup.published(manager, transport);
     }
-    await this.wakeup.published(manager, transport);
     this.identity.emit(OUTBOX_EVENTS.published, () => ({ messageId: row.messageId, type: row.type, transport }));
     return { messageId: row.messageId, duplicate: false };
   }
 
   /**
    * Abandons the never-sent messages of a reverted business event (PENDING, FAILED or
-   * MANUAL_REQUIRED become ABANDONED and are never sent), in the current transaction. Messages
-   * already sent, or being sent right now (PROCESSING), are untouched.
+   * MANUAL_REQUIRED become ABANDONED and are never sent), in the current transaction, and so do
+   * the messages this transaction published. Messages already sent, or being sent right now
+   * (PROCESSING), are untouched.
    * @returns how many messages were abandoned
    * @throws OutboxMessageInvalidError when `bizKey` or `type` is one publish() would refuse
    */
@@ -74,9 +82,16 @@ export class OutboxService {
     // (and PostgreSQL would answer a NUL in it with a raw error).
     const key = columnText('bizKey', bizKey);
     const kind = type === undefined ? undefined : shortStringText('type', type, false);
-    const abandoned = await this.dialect.cancel(this.transactionManager('cancel', options), key, kind);
+    const manager = this.transactionManager('cancel', options);
+    // Messages this transaction published to send on commit are PROCESSING, yet never sent: abandoned too.
+    const abandoned = await this.dialect.cancel(manager, key, kind, this.handoff.withdraw(manager, key, kind));
     if (abandoned > 0) this.identity.emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'outbox', count: abandoned }));
     return abandoned;
+  }
+
+  private async duplicateOf(manager: EntityManager, row: NewOutboxRow): Promise<PublishResult> {
+    const existing = await this.dialect.findDuplicateMessageId(manager, row);
+    return { messageId: existing ?? row.messageId, duplicate: true };
   }
 
   private transactionManager(operation: string, options: OutboxWriteOptions | undefined): EntityManager {

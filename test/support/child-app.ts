@@ -32,6 +32,12 @@ export interface DispatcherChildConfig {
   amqpReconnectSeconds?: number;
   /** Sends through the RabbitMQ transport with failures injected (test/support/flaky-transport.ts). */
   flakySends?: FlakySendsConfig;
+  /**
+   * Publishes on command: a line `PUBLISH <n>` on the child's stdin makes it publish n messages of
+   * `type` to `exchange`, each in a transaction of its own, and print `PUBLISHED <ids as JSON>`
+   * once all committed (see `ChildApp.publish`).
+   */
+  publisher?: { exchange: string; type: string };
   /** Shifts the child's JavaScript clock (`Date.now()`, `new Date()`) by this much, as a server whose clock is off. */
   clockSkewMs?: number;
   /** The name the database knows the child's sessions by; `ChildApp.start` sets it to the child's name. */
@@ -162,6 +168,15 @@ export class ChildApp {
   }
 
   /** Sends `signal` and resolves once the process is gone. */
+  /** Has the child publish `count` messages (`DispatcherChildConfig.publisher`); resolves with their ids once committed. */
+  async publish(count: number, timeoutMs = WAIT_TIMEOUT_MS): Promise<string[]> {
+    const before = this.out.length;
+    this.process.stdin!.write(`PUBLISH ${count}\n`);
+    await this.waitForOutput(/^PUBLISHED .*$/m, timeoutMs);
+    const line = /^PUBLISHED (.*)$/m.exec(this.out.slice(before))!;
+    return JSON.parse(line[1]) as string[];
+  }
+
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<ChildExit> {
     if (this.exit) return this.exit;
     this.process.kill(signal);

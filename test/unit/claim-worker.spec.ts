@@ -21,6 +21,8 @@ class FakeQueue {
   private claimAnswers: (() => void)[] = [];
   /** Claims whose statement fails after taking its rows, as when the reply of a committed claim is lost. */
   failNextClaims = 0;
+  /** Rows given back by `release` (shutdown). */
+  released: number[] = [];
   /** Tokens given back by `releaseClaim`. */
   releasedTokens: string[] = [];
   /** Rows taken by claims that failed, by their token. */
@@ -32,7 +34,10 @@ class FakeQueue {
       dataSource: undefined as never,
       table: {
         label: 'fake',
-        release: async () => 0,
+        release: async (_: unknown, rows: Row[]) => {
+          this.released.push(...rows.map((row) => Number(row.id)));
+          return rows.length;
+        },
         releaseClaim: async (_: unknown, token: string) => {
           this.releasedTokens.push(token);
           const rows = this.lost.get(token) ?? [];
@@ -246,5 +251,91 @@ describe('ClaimWorker', () => {
     expect(queue.due.sort()).toEqual([1, 2, 3]);
     await worker.drain();
     expect(queue.processed.sort()).toEqual([1, 2, 3]);
+  });
+
+  describe('rows handed off, claimed already', () => {
+    const handed = (...ids: number[]): Row[] => ids.map((id) => ({ id: String(id), claimToken: 'lane', attempts: 0, maxAttempts: 1, orderingKey: null }));
+
+    it('processes them without a claim statement', async () => {
+      const queue = new FakeQueue();
+      const worker = queue.worker(10, 4);
+      worker.handOff(handed(1, 2));
+      await worker.drain();
+      expect(queue.processed).toEqual([1, 2]);
+      // drain() triggers one claim of its own; the hand-off needed none.
+      expect(queue.claims).toBe(1);
+      await worker.stop();
+    });
+
+    it('takes them a batch at a time, with more loops when more than a batch waits', async () => {
+      const queue = new FakeQueue();
+      const worker = queue.worker(3, 2, true);
+      worker.handOff(handed(1, 2, 3, 4, 5, 6, 7));
+      await tick();
+      expect(queue.processing).toBe(2);
+      expect(queue.claims).toBe(0);
+      while (queue.processed.length < 7) {
+        queue.finishAll();
+        await tick();
+      }
+      expect(queue.processed).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(queue.maxProcessing).toBe(2);
+      expect(queue.claims).toBe(0);
+      expect(worker.handedOffCount).toBe(0);
+      await worker.stop();
+    });
+
+    it('lets a busy loop take what is handed off meanwhile, before claiming', async () => {
+      const { queue, worker } = await busyWithRowOne(NEVER_BESIDE_MS);
+      worker.handOff(handed(2));
+      worker.handOff(handed(3));
+      await tick();
+      expect(queue.processing).toBe(1);
+      expect(worker.handedOffCount).toBe(2);
+      queue.finishAll();
+      await tick();
+      await tick();
+      // Both in one batch of the loop that finished, and no claim for them.
+      expect(queue.processing).toBe(1);
+      queue.finishAll();
+      await worker.drain();
+      expect(queue.processed).toEqual([1, 2, 3]);
+      expect(queue.maxProcessing).toBe(1);
+      await worker.stop();
+    });
+
+    it('still claims what a trigger asked for after the handed-off rows', async () => {
+      const queue = new FakeQueue();
+      const worker = queue.worker(10, 1, true);
+      worker.handOff(handed(1));
+      await tick();
+      queue.due = [2];
+      worker.trigger();
+      while (queue.processed.length < 2) {
+        queue.finishAll();
+        await tick();
+      }
+      expect(queue.processed).toEqual([1, 2]);
+      expect(queue.claims).toBe(1);
+      await worker.stop();
+    });
+
+    it('gives back at shutdown what no loop took, and at once what comes after', async () => {
+      const queue = new FakeQueue();
+      const worker = queue.worker(1, 1, true);
+      worker.handOff(handed(1, 2, 3));
+      await tick();
+      expect(queue.processing).toBe(1);
+      const stopped = worker.stop();
+      queue.finishAll();
+      await stopped;
+      expect(queue.processed).toEqual([1]);
+      expect(queue.released.sort()).toEqual([2, 3]);
+
+      worker.handOff(handed(4));
+      await tick();
+      expect(queue.released.sort()).toEqual([2, 3, 4]);
+      expect(queue.processed).toEqual([1]);
+    });
   });
 });

@@ -3,7 +3,7 @@ import { DEFAULT_TRANSPORT_NAME } from '../../options/transport-lanes';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
-import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
+import { ClaimedMessage, InsertClaim, InsertedClaimedRow, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
 import { compareIds } from '../compare-ids';
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule } from '../status-sql';
@@ -40,6 +40,21 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     return result.records.length === 1;
   }
 
+  async insertClaimed(manager: EntityManager, row: NewOutboxRow, claim: InsertClaim): Promise<InsertedClaimedRow | null> {
+    // As a claim leaves it: PROCESSING under the claim's token since now(), due now, unattempted.
+    const result = await execute(
+      manager,
+      `INSERT INTO ${this.table}
+         (${OUTBOX_INSERT_COLUMNS}, claim_token, claimed_at, claimed_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '${PROCESSING}', $11, now(), $12, now(), $13)
+       ON CONFLICT DO NOTHING
+       RETURNING id, floor(extract(epoch FROM created_at) * 1000)::float8 AS created_at_ms`,
+      [...messageColumnValues(row), row.maxAttempts, claim.token, claim.claimedBy],
+    );
+    const inserted = result.records[0];
+    return inserted ? { id: inserted.id, createdAt: new Date(Number(inserted.created_at_ms)) } : null;
+  }
+
   async findDuplicateMessageId(manager: EntityManager, row: NewOutboxRow): Promise<string | null> {
     const result = await execute(
       manager,
@@ -74,13 +89,14 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
       .sort((a, b) => compareIds(a.id, b.id));
   }
 
-  async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
+  async cancel(manager: EntityManager, bizKey: string, type: string | undefined, insertedClaimed: string[] = []): Promise<number> {
     const result = await execute(
       manager,
-      `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = now()
-       WHERE biz_key = $1 AND ($2::text IS NULL OR message_type = $2) AND ${ABANDONABLE_SQL}
+      `UPDATE ${this.table} SET status = '${ABANDONED}', processed_at = now(), claim_token = NULL
+       WHERE biz_key = $1 AND ($2::text IS NULL OR message_type = $2)
+         AND (${ABANDONABLE_SQL} OR (status = '${PROCESSING}' AND id = ANY($3::bigint[])))
        RETURNING id`,
-      [bizKey, type ?? null],
+      [bizKey, type ?? null, insertedClaimed],
     );
     return result.records.length;
   }

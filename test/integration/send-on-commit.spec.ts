@@ -1,0 +1,261 @@
+import { INestApplicationContext } from '@nestjs/common';
+import fc from 'fast-check';
+import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import { OutboxDispatcher, OutboxMessage, OutboxService } from '../../lib';
+import { brokerName } from '../support/broker-names';
+import { DATABASE_KIND, testDatabase } from '../support/database';
+import { assertExchange, QueueProbe } from '../support/queue-probe';
+import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
+import { sessionsOf } from '../support/database-sessions';
+import { AMQP_URL } from '../support/environment';
+import { TcpProxy } from '../support/tcp-proxy';
+import { createTestApp } from '../support/test-app';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
+
+const database = testDatabase('it_send_on_commit');
+const EXCHANGE = brokerName('it.send-on-commit');
+const INSTANCE_ID = 'it-send-on-commit';
+/** Where messages are inserted claimed and sent from memory; elsewhere they are claimed as before. */
+const SENDS_ON_COMMIT = DATABASE_KIND === 'postgres';
+const onlyWhereSentOnCommit = SENDS_ON_COMMIT ? it : it.skip;
+
+/** One level of a transaction: messages published in it, savepoints inside it, and how it ends. */
+interface Level {
+  publishes: number;
+  children: Level[];
+  commits: boolean;
+}
+
+const levels: fc.Arbitrary<Level> = fc.letrec<{ level: Level }>((tie) => ({
+  level: fc.record({
+    publishes: fc.integer({ min: 0, max: 2 }),
+    children: fc.oneof({ depthSize: 'small', withCrossShrink: true }, fc.constant<Level[]>([]), fc.array(tie('level'), { maxLength: 2 })),
+    commits: fc.boolean(),
+  }),
+})).level;
+
+class RolledBack extends Error {}
+
+/**
+ * Messages of an unordered, undelayed kind are inserted claimed by the publishing process and
+ * sent from memory once their transaction commits. What a transaction or savepoint rolls back is
+ * never sent; what commits is sent, by that path or by the claims.
+ */
+describe('Sending on commit', () => {
+  let app: INestApplicationContext;
+  let probe: QueueProbe;
+  let outbox: OutboxService;
+  let dataSource: DataSource;
+
+  beforeAll(async () => {
+    await database.reset();
+    await assertExchange(EXCHANGE);
+    // Polling only as the backstop it is: a message left behind would take a minute, and fail the wait.
+    app = await createTestApp({ database, outbox: { instanceId: INSTANCE_ID, pollIntervalMs: 60_000 } });
+    outbox = app.get(OutboxService);
+    dataSource = app.get(DataSource);
+    probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
+
+  afterAll(async () => {
+    await killAllChildren();
+    await probe?.close();
+    await app?.close();
+  });
+
+  const message = (extra: Partial<OutboxMessage> = {}): OutboxMessage => ({
+    messageId: randomUUID(),
+    type: 'order.paid',
+    exchange: EXCHANGE,
+    routingKey: 'order.paid',
+    payload: { at: Date.now() },
+    ...extra,
+  });
+
+  const rowOf = async (manager: EntityManager, messageId: string) =>
+    (await database.sqlOn(manager, `SELECT status, claimed_by, claim_token FROM {outbox_message} WHERE message_id = ?`, [messageId]))[0];
+
+  /** Once nothing waits to be sent, every sent message is in the probe's queue ahead of flush()'s marker. */
+  async function nothingMoreArrives(): Promise<void> {
+    await waitUntil(async () => {
+      const { PENDING, PROCESSING, FAILED } = await database.statusCounts();
+      return !PENDING && !PROCESSING && !FAILED;
+    }, 'no message is left to send');
+    await probe.flush();
+  }
+
+  onlyWhereSentOnCommit(
+    'inserts a message claimed by this instance and sends it once the transaction commits',
+    async () => {
+      const sent = message();
+      await dataSource.transaction(async (manager) => {
+        await outbox.publish(sent, { manager });
+        expect(await rowOf(manager, sent.messageId!)).toMatchObject({ status: 'PROCESSING', claimed_by: INSTANCE_ID });
+      });
+      await probe.waitFor(1);
+      expect(probe.messageIds).toEqual([sent.messageId]);
+      await nothingMoreArrives();
+      const [row] = await database.sql(`SELECT status, claim_token, attempts FROM {outbox_message} WHERE message_id = ?`, [sent.messageId]);
+      expect(row).toMatchObject({ status: 'DONE', claim_token: null });
+      expect(Number(row.attempts)).toBe(0);
+      probe.messages.length = 0;
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'inserts ordered and delayed messages PENDING, for the claims that order and time them',
+    async () => {
+      const ordered = message({ orderingKey: 'order-7' });
+      const delayed = message({ delayMs: 1 });
+      await dataSource.transaction(async (manager) => {
+        await outbox.publish(ordered, { manager });
+        await outbox.publish(delayed, { manager });
+        expect(await rowOf(manager, ordered.messageId!)).toMatchObject({ status: 'PENDING', claim_token: null });
+        expect(await rowOf(manager, delayed.messageId!)).toMatchObject({ status: 'PENDING', claim_token: null });
+      });
+      await app.get(OutboxDispatcher).drain();
+      await nothingMoreArrives();
+      expect(probe.messageIds.sort()).toEqual([ordered.messageId, delayed.messageId].sort());
+      probe.messages.length = 0;
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'abandons a message cancelled by the transaction that published it, and sends none of it',
+    async () => {
+      const cancelled = message({ bizKey: 'order-8:paid' });
+      const kept = message({ bizKey: 'order-9:paid' });
+      await dataSource.transaction(async (manager) => {
+        await outbox.publish(cancelled, { manager });
+        await outbox.publish(kept, { manager });
+        expect(await outbox.cancel('order-8:paid', undefined, { manager })).toBe(1);
+        // A cancel in a savepoint that rolls back cancels nothing.
+        await manager
+          .transaction(async (inner) => {
+            expect(await outbox.cancel('order-9:paid', undefined, { manager: inner })).toBe(1);
+            throw new RolledBack();
+          })
+          .catch((error) => expect(error).toBeInstanceOf(RolledBack));
+      });
+      await nothingMoreArrives();
+      expect(probe.messageIds).toEqual([kept.messageId]);
+      const statuses = await database.sql(`SELECT message_id, status FROM {outbox_message} WHERE message_id IN (?, ?) ORDER BY biz_key`, [
+        cancelled.messageId,
+        kept.messageId,
+      ]);
+      expect(statuses).toEqual([
+        { message_id: cancelled.messageId, status: 'ABANDONED' },
+        { message_id: kept.messageId, status: 'DONE' },
+      ]);
+      probe.messages.length = 0;
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'sends exactly the messages of the levels that committed, through any nesting of savepoints',
+    async () => {
+      const published = new Map<string, boolean>();
+      /** Publishes the level's messages around its savepoints; true when it committed. */
+      async function run(manager: EntityManager, level: Level, outerCommits: boolean): Promise<void> {
+        const mine: string[] = [];
+        const publishOne = async () => {
+          const sent = message();
+          await outbox.publish(sent, { manager });
+          mine.push(sent.messageId!);
+        };
+        if (level.publishes > 0) await publishOne();
+        for (const child of level.children) {
+          await manager
+            .transaction((inner) => run(inner, child, outerCommits && level.commits))
+            .catch((error) => {
+              if (!(error instanceof RolledBack)) throw error;
+            });
+        }
+        for (let i = 1; i < level.publishes; i++) await publishOne();
+        for (const id of mine) published.set(id, outerCommits && level.commits);
+        if (!level.commits) throw new RolledBack();
+      }
+
+      await fc.assert(
+        fc.asyncProperty(levels, async (top) => {
+          await dataSource
+            .transaction((manager) => run(manager, top, true))
+            .catch((error) => {
+              if (!(error instanceof RolledBack)) throw error;
+            });
+        }),
+        { numRuns: 40 },
+      );
+      await nothingMoreArrives();
+      const committed = [...published].filter(([, commits]) => commits).map(([id]) => id);
+      // Each once, and nothing of what was rolled back.
+      expect(probe.messageIds.sort()).toEqual(committed.sort());
+      if (committed.length > 0) {
+        const done = await database.sql(`SELECT message_id FROM {outbox_message} WHERE status = 'DONE' AND message_id IN (?)`, [committed]);
+        expect(done).toHaveLength(committed.length);
+      }
+      const rolledBack = [...published].filter(([, commits]) => !commits).map(([id]) => id);
+      if (rolledBack.length > 0) {
+        const ghosts = await database.sql(`SELECT message_id FROM {outbox_message} WHERE message_id IN (?)`, [rolledBack]);
+        expect(ghosts).toEqual([]);
+      }
+      probe.messages.length = 0;
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  onlyWhereSentOnCommit(
+    'a publisher killed after its commits, before its sends, loses nothing: the stuck detector reclaims its messages',
+    async () => {
+      const type = 'it.send-on-commit.crash';
+      // The victim's broker connection goes through a proxy that stops forwarding: what it sends never arrives.
+      const proxy = await TcpProxy.start(new URL(AMQP_URL).hostname, Number(new URL(AMQP_URL).port || 5672));
+      try {
+        const victim = await ChildApp.start('it-send-on-commit-victim', {
+          database,
+          amqpUrl: proxy.rewrite(AMQP_URL),
+          publisher: { exchange: EXCHANGE, type },
+          outbox: { instanceId: 'it-send-on-commit-victim', pollIntervalMs: 60_000, sendTimeoutMs: 60_000, stuckReclaimAfterMs: 600_000 },
+        });
+        proxy.blackHole();
+        const published = await victim.publish(20);
+        await victim.kill('SIGKILL');
+        await waitUntil(async () => (await sessionsOf(database, victim.name)) === 0, 'the server ended the victim’s sessions');
+        const left = await database.sql(`SELECT status, claimed_by FROM {outbox_message} WHERE message_type = ?`, [type]);
+        // Claimed by the victim as they were inserted: no claim statement could have reached them.
+        expect(left).toEqual(Array(20).fill({ status: 'PROCESSING', claimed_by: 'it-send-on-commit-victim' }));
+
+        const rescuer = await ChildApp.start('it-send-on-commit-rescuer', {
+          database,
+          outbox: {
+            instanceId: 'it-send-on-commit-rescuer',
+            stuckReclaimAfterMs: 2_000,
+            stuckWarnAfterMs: 1_000,
+            stuckCheckIntervalMs: 200,
+            sendTimeoutMs: 1_000,
+            pollIntervalMs: 100,
+          },
+        });
+        await waitUntil(async () => {
+          const rows = await database.sql(`SELECT status FROM {outbox_message} WHERE message_type = ?`, [type]);
+          return rows.every((row) => row.status === 'DONE');
+        }, 'the rescuer sent every reclaimed message');
+        await rescuer.stop();
+        await probe.flush();
+        expect(new Set(probe.messageIds)).toEqual(new Set(published));
+        const rows = await database.sql(`SELECT attempts, claimed_by FROM {outbox_message} WHERE message_type = ?`, [type]);
+        // The expired claim counted as an attempt.
+        expect(rows.map((row) => [Number(row.attempts), row.claimed_by])).toEqual(Array(20).fill([1, 'it-send-on-commit-rescuer']));
+        expect(rescuer.stderr).toBe('');
+        probe.messages.length = 0;
+      } finally {
+        await proxy.close();
+      }
+    },
+    timeoutFor(2 * STARTUP_TIMEOUT_MS, 3 * WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS),
+  );
+});
