@@ -3,9 +3,9 @@ import { DataSource } from 'typeorm';
 import { OutboxAdmin, OutboxDispatcher, OutboxError, OutboxOutsideTransactionError, OutboxService } from '../../lib';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
-import { assertExchange, QueueProbe } from '../support/queue-probe';
+import { assertExchange, nothingMoreArrives, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
-import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
+import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS } from '../support/wait';
 
 const database = testDatabase('it_cancel');
 const EXCHANGE = brokerName('it.cancel');
@@ -51,11 +51,7 @@ describe('Cancelling a business event', () => {
       // The kept message arrived, so it was claimed; claims take due rows in id order, so the
       // cancelled one, had it been claimable, was claimed no later. Once no row is left to send,
       // such a send was confirmed: it is in the probe's queue ahead of flush()'s marker.
-      await waitUntil(async () => {
-        const { PENDING, PROCESSING, FAILED } = await database.statusCounts();
-        return !PENDING && !PROCESSING && !FAILED;
-      }, 'no message is left to send');
-      await probe.flush();
+      await nothingMoreArrives(database, probe);
       expect(probe.messageIds).toEqual([kept.messageId]);
       expect(await statusOf(cancelled.messageId)).toBe('ABANDONED');
     },

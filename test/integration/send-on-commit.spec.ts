@@ -5,7 +5,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { OutboxDispatcher, OutboxMessage, OutboxService } from '../../lib';
 import { brokerName } from '../support/broker-names';
 import { DATABASE_KIND, testDatabase } from '../support/database';
-import { assertExchange, QueueProbe } from '../support/queue-probe';
+import { assertExchange, nothingMoreArrives as nothingMoreArrivesFrom, QueueProbe } from '../support/queue-probe';
 import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { sessionsOf } from '../support/database-sessions';
 import { AMQP_URL } from '../support/environment';
@@ -76,14 +76,7 @@ describe('Sending on commit', () => {
   const rowOf = async (manager: EntityManager, messageId: string) =>
     (await database.sqlOn(manager, `SELECT status, claimed_by, claim_token FROM {outbox_message} WHERE message_id = ?`, [messageId]))[0];
 
-  /** Once nothing waits to be sent, every sent message is in the probe's queue ahead of flush()'s marker. */
-  async function nothingMoreArrives(): Promise<void> {
-    await waitUntil(async () => {
-      const { PENDING, PROCESSING, FAILED } = await database.statusCounts();
-      return !PENDING && !PROCESSING && !FAILED;
-    }, 'no message is left to send');
-    await probe.flush();
-  }
+  const nothingMoreArrives = () => nothingMoreArrivesFrom(database, probe);
 
   onlyWhereSentOnCommit(
     'inserts a message claimed by this instance and sends it once the transaction commits',

@@ -1,5 +1,6 @@
 import { Channel, ChannelModel, connect, ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import type { TestDatabase } from './database';
 import { AMQP_URL } from './environment';
 import { WAIT_TIMEOUT_MS, waitUntil } from './wait';
 
@@ -81,4 +82,16 @@ export async function assertExchange(exchange: string): Promise<void> {
   } finally {
     await connection.close();
   }
+}
+
+/**
+ * Returns once nothing more from `database`'s outbox can reach `probe`: no row waits to be sent,
+ * so every send was confirmed and is in the probe's queue ahead of flush()'s marker.
+ */
+export async function nothingMoreArrives(database: TestDatabase, probe: QueueProbe): Promise<void> {
+  await waitUntil(async () => {
+    const { PENDING, PROCESSING, FAILED } = await database.statusCounts();
+    return !PENDING && !PROCESSING && !FAILED;
+  }, 'no message is left to send');
+  await probe.flush();
 }
