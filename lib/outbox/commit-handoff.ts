@@ -1,4 +1,4 @@
-import { BeforeApplicationShutdown, Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import {
   DataSource,
   EntityManager,
@@ -43,7 +43,7 @@ interface Recorded {
  * them; shutdown gives back what was not sent.
  */
 @Injectable()
-export class CommitHandoff implements EntitySubscriberInterface, BeforeApplicationShutdown {
+export class CommitHandoff implements EntitySubscriberInterface, OnApplicationShutdown {
   /** Each outbox of a DataSource keeps its own records on a transaction's query runner. */
   private readonly key = Symbol('nestjs-outbox:handoff');
   private readonly lanes = new Map<string, HandoffLane>();
@@ -162,8 +162,11 @@ export class CommitHandoff implements EntitySubscriberInterface, BeforeApplicati
     for (const r of recorded) if (r.withdrawnAt !== undefined && r.withdrawnAt > depth) r.withdrawnAt = undefined;
   }
 
-  /** Before TypeORM closes its pool: later commits of this DataSource are none of this outbox's business. */
-  beforeApplicationShutdown(): void {
+  /**
+   * Once every dispatcher has stopped (lanes unregister as their shutdown begins, and give back
+   * what a transaction still commits meanwhile): later commits are none of this outbox's business.
+   */
+  onApplicationShutdown(): void {
     this.lanes.clear();
     const index = this.dataSource.subscribers.indexOf(this);
     if (index >= 0) this.dataSource.subscribers.splice(index, 1);
