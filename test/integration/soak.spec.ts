@@ -99,7 +99,11 @@ describe('Soak: two instances under kills, broker restarts and hostile messages 
       const broker = new URL(AMQP_URL);
       proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
       // The test process only publishes; the two instances dispatch, consume and publish again.
-      writer = await createTestApp({ database, outbox: { dispatcherEnabled: false, maxAttempts: 3 } });
+      // Attempts enough that the faults alone (kills reclaim a claim as an attempt; on a loaded
+      // machine a confirm can take longer than sendTimeoutMs) do not use up a good order's: with 3,
+      // one order once reached MANUAL_REQUIRED on three send timeouts. A message to the missing
+      // exchange still spends them all within a few seconds (backoffs of 0.1-1 s).
+      writer = await createTestApp({ database, outbox: { dispatcherEnabled: false, maxAttempts: 5 } });
       await Promise.all([startInstance(), startInstance()]);
     },
     timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
