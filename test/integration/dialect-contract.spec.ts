@@ -119,37 +119,46 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
         async () => {
           const outcomes = fc.constantFrom<Outcome>('done', 'failed', 'manual', 'release');
           await fc.assert(
-            fc.asyncProperty(fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }), outcomes, fc.boolean(), async (stale, outcome, attempted) => {
-              await clearTables(t);
-              await seed(
-                t,
-                kind,
-                stale.map(() => (attempted ? { status: FAILED, attempts: 1 } : {})),
-              );
-              const token = randomUUID();
-              const claimed = await claim(t, kind, 100, token);
-              expect(claimed).toHaveLength(stale.length);
-              const refs = claimed.map((c, i) => ({ id: c.id, claimToken: stale[i] ? randomUUID() : c.claimToken }));
-              const held = stale.filter((s) => !s).length;
-              expect(await settle(outcome, refs)).toBe(held);
-              expect(await settle(outcome, refs)).toBe(0);
-              const stored = await rowsById(t, kind);
-              claimed.forEach((c, i) => {
-                const row = stored.get(c.id)!;
-                if (stale[i]) {
-                  expect(row).toMatchObject({ status: PROCESSING, claimToken: token, attempts: attempted ? 1 : 0 });
-                  return;
-                }
-                const expected = {
-                  done: { status: DONE, attempts: attempted ? 1 : 0, lastError: null },
-                  failed: { status: FAILED, attempts: attempted ? 2 : 1, lastError: 'boom', claimedAt: null, claimedBy: null },
-                  manual: { status: MANUAL_REQUIRED, attempts: attempted ? 2 : 1, lastError: 'boom', claimedAt: null, claimedBy: null },
-                  release: { status: attempted ? FAILED : PENDING, attempts: attempted ? 1 : 0, claimedAt: null, claimedBy: null },
-                }[outcome];
-                expect(row).toMatchObject({ ...expected, claimToken: null });
-                if (outcome === 'done') expect(row.processedAt).toBeInstanceOf(Date);
-              });
-            }),
+            // One stale token for every stale ref, or one each: a batch whose refs all share a
+            // token settles through a shorter statement on some databases than a mixed one.
+            fc.asyncProperty(
+              fc.array(fc.boolean(), { minLength: 1, maxLength: 5 }),
+              outcomes,
+              fc.boolean(),
+              fc.boolean(),
+              async (stale, outcome, attempted, oneStaleToken) => {
+                await clearTables(t);
+                await seed(
+                  t,
+                  kind,
+                  stale.map(() => (attempted ? { status: FAILED, attempts: 1 } : {})),
+                );
+                const token = randomUUID();
+                const claimed = await claim(t, kind, 100, token);
+                expect(claimed).toHaveLength(stale.length);
+                const staleToken = randomUUID();
+                const refs = claimed.map((c, i) => ({ id: c.id, claimToken: stale[i] ? (oneStaleToken ? staleToken : randomUUID()) : c.claimToken }));
+                const held = stale.filter((s) => !s).length;
+                expect(await settle(outcome, refs)).toBe(held);
+                expect(await settle(outcome, refs)).toBe(0);
+                const stored = await rowsById(t, kind);
+                claimed.forEach((c, i) => {
+                  const row = stored.get(c.id)!;
+                  if (stale[i]) {
+                    expect(row).toMatchObject({ status: PROCESSING, claimToken: token, attempts: attempted ? 1 : 0 });
+                    return;
+                  }
+                  const expected = {
+                    done: { status: DONE, attempts: attempted ? 1 : 0, lastError: null },
+                    failed: { status: FAILED, attempts: attempted ? 2 : 1, lastError: 'boom', claimedAt: null, claimedBy: null },
+                    manual: { status: MANUAL_REQUIRED, attempts: attempted ? 2 : 1, lastError: 'boom', claimedAt: null, claimedBy: null },
+                    release: { status: attempted ? FAILED : PENDING, attempts: attempted ? 1 : 0, claimedAt: null, claimedBy: null },
+                  }[outcome];
+                  expect(row).toMatchObject({ ...expected, claimToken: null });
+                  if (outcome === 'done') expect(row.processedAt).toBeInstanceOf(Date);
+                });
+              },
+            ),
             RUNS,
           );
         },
