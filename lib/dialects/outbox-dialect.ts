@@ -59,6 +59,12 @@ export interface OutboxDialect extends StateTable {
    * lacks it, every message is inserted PENDING and claimed (see `CommitHandoff`).
    */
   insertClaimed?(manager: EntityManager, row: NewOutboxRow, claim: InsertClaim): Promise<InsertedClaimedRow | null>;
+  /**
+   * Of rows inserted under claim `token`, the ids of those that committed and are still
+   * PROCESSING under it, with their lease renewed from now. For a hand-off that memory alone
+   * cannot vouch for (see `CommitHandoff`). A dialect with `insertClaimed` has it.
+   */
+  confirmClaimed?(dataSource: DataSource, ids: string[], token: string): Promise<string[]>;
   /** The message id of the row that made an insert a duplicate. */
   findDuplicateMessageId(manager: EntityManager, row: NewOutboxRow): Promise<string | null>;
   /**

@@ -125,8 +125,14 @@ export class ClaimWorker<T extends AttemptedClaim> {
   /** Gives back rows this worker holds and will not process, so another instance can take them at once. */
   private async releaseLeftovers(rows: T[]): Promise<void> {
     if (rows.length === 0) return;
-    const released = await this.spec.table.release(this.spec.dataSource, rows).catch(() => 0);
-    this.spec.logger.warn(`Released ${released} claimed ${this.spec.table.label} row(s) at shutdown`);
+    try {
+      const released = await this.spec.table.release(this.spec.dataSource, rows);
+      this.spec.logger.warn(`Released ${released} claimed ${this.spec.table.label} row(s) at shutdown`);
+    } catch (error) {
+      this.spec.logger.warn(
+        `Could not give back ${rows.length} claimed ${this.spec.table.label} row(s) at shutdown; the stuck detector will reclaim them: ${describeError(error, 500)}`,
+      );
+    }
   }
 
   /** Claims now when no loop runs; otherwise lets a busy loop take the trigger, or claims beside them if none soon does. */

@@ -1,5 +1,7 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { performance } from 'node:perf_hooks';
 import {
+  AfterQueryEvent,
   DataSource,
   EntityManager,
   EntitySubscriberInterface,
@@ -12,24 +14,58 @@ import { ClaimedMessage, InsertClaim, InsertedClaimedRow } from '../dialects/out
 import { NewOutboxRow } from '../message/validate-message';
 import { OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { describeError } from '../retry/error-classifier';
 
 /** A dispatch lane that takes messages from this process's commits (see `DispatchLane`). */
 export interface HandoffLane {
-  /** The claim token to insert a message under now, or undefined when the lane takes none now. */
-  handoffToken(): string | undefined;
-  /** Takes committed messages inserted under its token. */
-  handOff(messages: ClaimedMessage[]): void;
+  /**
+   * The claim token to insert a message under now, or undefined when the lane takes none now
+   * (`recordedInTransaction`: how many the same transaction has inserted claimed so far).
+   */
+  handoffToken(recordedInTransaction: number): string | undefined;
+  /**
+   * Takes committed messages inserted under its token; with `confirmFirst`, only those the table
+   * confirms still claimed.
+   */
+  handOff(messages: ClaimedMessage[], confirmFirst?: boolean): void;
+}
+
+/** The claim a message is inserted under, and the lane that takes it once committed. */
+export interface HandoffClaim extends InsertClaim {
+  lane: HandoffLane;
 }
 
 /** A message recorded by an open transaction, with the savepoint level that wrote it. */
 interface Recorded {
   depth: number;
+  /** `performance.now()` when it was inserted: its lease runs from about then. */
+  recordedAt: number;
   bizKey: string | null;
   /** Set by `withdraw()`: the savepoint level that cancelled it (its rollback undoes that). */
   withdrawnAt?: number;
   lane: HandoffLane;
   message: ClaimedMessage;
 }
+
+/** What one query runner's open transaction recorded, and what memory can no longer vouch for. */
+interface TransactionRecords {
+  records: Recorded[];
+  /**
+   * The transaction ran transaction control of its own through the runner (a `SAVEPOINT`,
+   * `ROLLBACK TO SAVEPOINT`, `COMMIT`... in raw SQL): TypeORM's depth no longer tells which
+   * records stand, so the table is asked at commit.
+   */
+  unsure: boolean;
+  /** The outermost COMMIT was answered with ROLLBACK (the transaction had failed): nothing it recorded exists. */
+  rolledBack: boolean;
+}
+
+/**
+ * A statement that begins, ends or marks a transaction or savepoint, at the start of the text or
+ * after a `;`. Matched only in SQL TypeORM's transaction methods did not send; a false match
+ * costs one confirming query at commit, a missed one could send a rolled-back message.
+ */
+const TRANSACTION_CONTROL = /(?:^|;)\s*(?:begin|start\s+transaction|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i;
 
 /**
  * Sends what this process publishes without a claim: a message is inserted already claimed
@@ -38,14 +74,23 @@ interface Recorded {
  * Only what a claim would take at once qualifies: unordered, undelayed messages of a lane that
  * runs in this process, is sending and is not behind.
  *
- * A rolled-back savepoint drops what it recorded; a rollback drops everything. A crash (or a
- * commit the subscriber never hears of) leaves the rows claimed until the stuck detector reclaims
- * them; shutdown gives back what was not sent.
+ * A rolled-back savepoint drops what it recorded; a rollback drops everything, and so does a
+ * COMMIT that PostgreSQL answers with ROLLBACK. Where the transaction ran transaction control
+ * of its own in raw SQL, or held a message for half its lease, the table confirms at commit which
+ * rows stand (and renews their lease) before any is sent. A crash (or a commit the subscriber
+ * never hears of) leaves the rows claimed until the stuck detector reclaims them; shutdown gives
+ * back what was not sent.
  */
 @Injectable()
 export class CommitHandoff implements EntitySubscriberInterface, OnApplicationShutdown {
-  /** Each outbox of a DataSource keeps its own records on a transaction's query runner. */
-  private readonly key = Symbol('nestjs-outbox:handoff');
+  private readonly logger = new Logger('OutboxService');
+  /**
+   * Per query runner, not on its `data`: TypeORM swaps `data` for the caller's object during a
+   * `save(…, { data })`, and a message a subscriber published meanwhile would be recorded there.
+   */
+  private readonly transactions = new WeakMap<QueryRunner, TransactionRecords>();
+  /** Runners inside one of TypeORM's own transaction methods (whose SQL is not the caller's). */
+  private readonly inOwnControl = new WeakSet<QueryRunner>();
   private readonly lanes = new Map<string, HandoffLane>();
 
   constructor(
@@ -66,21 +111,23 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
   }
 
   /** The claim to insert `row` under in `manager`'s transaction, or undefined to insert it PENDING. */
-  claimFor(manager: EntityManager, row: NewOutboxRow): InsertClaim | undefined {
+  claimFor(manager: EntityManager, row: NewOutboxRow): HandoffClaim | undefined {
     // Ordered rows wait for their key's earlier rows, and delayed ones for their time: the claim decides those.
     if (row.orderingKey !== null || row.delayMs > 0 || row.availableAt !== null) return undefined;
     // Without a savepoint depth, a rolled-back savepoint's messages could not be told apart.
-    if (depthOf(manager.queryRunner!) === undefined) return undefined;
-    const token = this.lanes.get(row.transport)?.handoffToken();
-    return token === undefined ? undefined : { token, claimedBy: this.instanceId };
+    const runner = manager.queryRunner!;
+    if (depthOf(runner) === undefined) return undefined;
+    const lane = this.lanes.get(row.transport);
+    const token = lane?.handoffToken(this.transactions.get(runner)?.records.length ?? 0);
+    return token === undefined ? undefined : { token, claimedBy: this.instanceId, lane: lane! };
   }
 
-  /** Records, in the open transaction, a message inserted under `claim`, to hand off once it commits. */
-  record(manager: EntityManager, row: NewOutboxRow, claim: InsertClaim, inserted: InsertedClaimedRow): void {
+  /**
+   * Records, in the open transaction, a message inserted under `claim`, to hand off once it
+   * commits (to the claim's lane, which gives it back if it has stopped meanwhile).
+   */
+  record(manager: EntityManager, row: NewOutboxRow, claim: HandoffClaim, inserted: InsertedClaimedRow): void {
     const runner = manager.queryRunner!;
-    const lane = this.lanes.get(row.transport);
-    // The lane stopped since claimFor(): the row stays claimed for the stuck detector, as after a crash.
-    if (!lane) return;
     const message: ClaimedMessage = {
       id: inserted.id,
       claimToken: claim.token,
@@ -98,8 +145,9 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
       destination: row.destination,
       createdAt: inserted.createdAt,
     };
-    const data = runner.data as Record<symbol, Recorded[] | undefined>;
-    (data[this.key] ??= []).push({ depth: depthOf(runner)!, bizKey: row.bizKey, lane, message });
+    let transaction = this.transactions.get(runner);
+    if (!transaction) this.transactions.set(runner, (transaction = { records: [], unsure: false, rolledBack: false }));
+    transaction.records.push({ depth: depthOf(runner)!, recordedAt: performance.now(), bizKey: row.bizKey, lane: claim.lane, message });
   }
 
   /**
@@ -109,7 +157,7 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
    */
   withdraw(manager: EntityManager, bizKey: string, type: string | undefined): string[] {
     const runner = manager.queryRunner;
-    const recorded = runner && this.recorded(runner);
+    const recorded = runner && this.transactions.get(runner)?.records;
     if (!recorded) return [];
     const depth = depthOf(runner)!;
     const withdrawn = recorded.filter((r) => r.withdrawnAt === undefined && r.bizKey === bizKey && (type === undefined || r.message.type === type));
@@ -117,47 +165,73 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
     return withdrawn.map((r) => r.message.id);
   }
 
+  beforeTransactionStart(event: TransactionStartEvent): void {
+    this.inOwnControl.add(event.queryRunner);
+  }
+
   afterTransactionStart(event: TransactionStartEvent): void {
+    this.inOwnControl.delete(event.queryRunner);
     // A new outermost transaction on a reused runner: nothing an earlier one recorded survives
     // (its commit failed, so its rows may not exist).
-    if (depthOf(event.queryRunner) === 1) this.take(event.queryRunner);
+    if (depthOf(event.queryRunner) === 1) this.transactions.delete(event.queryRunner);
+  }
+
+  beforeTransactionCommit(event: TransactionCommitEvent): void {
+    this.inOwnControl.add(event.queryRunner);
+  }
+
+  beforeTransactionRollback(event: TransactionRollbackEvent): void {
+    this.inOwnControl.add(event.queryRunner);
+  }
+
+  afterQuery(event: AfterQueryEvent): void {
+    const transaction = this.transactions.get(event.queryRunner);
+    if (!transaction) return;
+    if (this.inOwnControl.has(event.queryRunner)) {
+      // PostgreSQL ends a failed transaction (an error the caller caught) this way, without an error.
+      if (event.query === 'COMMIT' && (event.rawResults as { command?: string } | undefined)?.command === 'ROLLBACK') transaction.rolledBack = true;
+    } else if (typeof event.query === 'string' && TRANSACTION_CONTROL.test(event.query)) {
+      transaction.unsure = true;
+    }
   }
 
   afterTransactionCommit(event: TransactionCommitEvent): void {
     const runner = event.queryRunner;
+    this.inOwnControl.delete(runner);
     if (runner.isTransactionActive) {
       // A released savepoint: what it recorded now stands or falls with the level around it.
       const depth = depthOf(runner) ?? 0;
-      for (const recorded of this.recorded(runner) ?? []) {
+      for (const recorded of this.transactions.get(runner)?.records ?? []) {
         recorded.depth = Math.min(recorded.depth, depth);
         if (recorded.withdrawnAt !== undefined) recorded.withdrawnAt = Math.min(recorded.withdrawnAt, depth);
       }
       return;
     }
-    const recorded = this.take(runner);
-    if (!recorded) return;
-    const byLane = new Map<HandoffLane, ClaimedMessage[]>();
-    for (const { lane, message, withdrawnAt } of recorded) {
-      // Cancelled in the transaction: its row committed ABANDONED.
-      if (withdrawnAt !== undefined) continue;
-      const messages = byLane.get(lane);
-      if (messages) messages.push(message);
-      else byLane.set(lane, [message]);
+    const transaction = this.transactions.get(runner);
+    if (!transaction) return;
+    this.transactions.delete(runner);
+    if (transaction.rolledBack) return;
+    try {
+      this.handOff(transaction);
+    } catch (error) {
+      // Never the caller's problem: its transaction committed. The rows wait for the stuck detector.
+      this.logger.error(`Could not hand committed messages to their dispatcher: ${describeError(error, 500)}`);
     }
-    for (const [lane, messages] of byLane) lane.handOff(messages);
   }
 
   afterTransactionRollback(event: TransactionRollbackEvent): void {
     const runner = event.queryRunner;
+    this.inOwnControl.delete(runner);
     if (!runner.isTransactionActive) {
-      this.take(runner);
+      this.transactions.delete(runner);
       return;
     }
     // Rolled back to a savepoint: what was recorded inside it was rolled back with it.
     const depth = depthOf(runner) ?? 0;
-    const recorded = this.recorded(runner);
-    if (!recorded) return;
-    (runner.data as Record<symbol, Recorded[] | undefined>)[this.key] = recorded.filter((r) => r.depth <= depth);
+    const transaction = this.transactions.get(runner);
+    if (!transaction) return;
+    const recorded = transaction.records;
+    transaction.records = recorded.filter((r) => r.depth <= depth);
     // A cancel rolled back with its savepoint: the message is to be sent again.
     for (const r of recorded) if (r.withdrawnAt !== undefined && r.withdrawnAt > depth) r.withdrawnAt = undefined;
   }
@@ -172,14 +246,24 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
     if (index >= 0) this.dataSource.subscribers.splice(index, 1);
   }
 
-  private recorded(runner: QueryRunner): Recorded[] | undefined {
-    return (runner.data as Record<symbol, Recorded[] | undefined> | undefined)?.[this.key];
-  }
-
-  private take(runner: QueryRunner): Recorded[] | undefined {
-    const recorded = this.recorded(runner);
-    if (recorded) delete (runner.data as Record<symbol, Recorded[] | undefined>)[this.key];
-    return recorded;
+  /**
+   * Hands a committed transaction's messages to their lanes: from memory, or, where memory cannot
+   * vouch for them, through the table. A record held for half the lease may have been reclaimed
+   * (or be about to be), so its lease is renewed first. With the table asked, withdrawn messages
+   * go too: a raw rollback may have undone their cancel, and an ABANDONED row is not confirmed.
+   */
+  private handOff(transaction: TransactionRecords): void {
+    const heldSince = performance.now() - this.options.stuckReclaimAfterMs / 2;
+    const confirmFirst = transaction.unsure || transaction.records.some((r) => r.recordedAt < heldSince);
+    const byLane = new Map<HandoffLane, ClaimedMessage[]>();
+    for (const { lane, message, withdrawnAt } of transaction.records) {
+      // Cancelled in the transaction: its row committed ABANDONED.
+      if (withdrawnAt !== undefined && !confirmFirst) continue;
+      const messages = byLane.get(lane);
+      if (messages) messages.push(message);
+      else byLane.set(lane, [message]);
+    }
+    for (const [lane, messages] of byLane) lane.handOff(messages, confirmFirst);
   }
 }
 

@@ -69,6 +69,8 @@ export class DispatchLane implements HandoffLane {
    * a late settle all the same.
    */
   private handoffClaimToken?: string;
+  /** Hand-offs waiting for the table to confirm their rows (see `handOff`). */
+  private readonly confirming = new Set<Promise<void>>();
 
   constructor(private readonly spec: DispatchLaneSpec) {
     this.logger = new Logger(spec.identity.logContext(`OutboxDispatcher:${spec.name}`));
@@ -126,22 +128,51 @@ export class DispatchLane implements HandoffLane {
    * sending, and fewer than a full window (batch size × concurrency) of handed-off messages wait.
    * Otherwise the message is inserted PENDING and waits its turn in the table.
    */
-  handoffToken(): string | undefined {
+  handoffToken(recordedInTransaction: number): string | undefined {
     if (this.handoffClaimToken === undefined || this.paused || !(this.spec.transport.isAvailable?.() ?? true)) return undefined;
+    // A transaction that publishes more than a batch: the rest wait in the table, for any instance.
+    if (recordedInTransaction >= this.spec.batchSize) return undefined;
     if (this.worker.handedOffCount >= this.spec.batchSize * this.spec.concurrency) return undefined;
     return this.handoffClaimToken;
   }
 
-  /** Sends committed messages that were inserted under `handoffToken()`. */
-  handOff(messages: ClaimedMessage[]): void {
-    this.worker.handOff(messages);
+  /**
+   * Sends committed messages that were inserted under `handoffToken()`; with `confirmFirst`, only
+   * those whose rows the table confirms still claimed (renewing their lease), for a transaction
+   * whose outcome memory cannot vouch for. Never throws.
+   */
+  handOff(messages: ClaimedMessage[], confirmFirst = false): void {
+    if (!confirmFirst) return this.worker.handOff(messages);
+    const confirming = this.confirmThenHandOff(messages).finally(() => this.confirming.delete(confirming));
+    this.confirming.add(confirming);
   }
 
   /** Stops claiming, lets in-flight batches finish, gives back what is still claimed. */
   async stop(): Promise<void> {
     this.handoffClaimToken = undefined;
+    // Confirmed rows go to the worker, which sends them or gives them back as it stops.
+    while (this.confirming.size > 0) await Promise.all([...this.confirming]);
     await this.worker.stop();
     await this.doneSettler.idle();
+  }
+
+  private async confirmThenHandOff(messages: ClaimedMessage[]): Promise<void> {
+    const { dialect, dataSource } = this.spec;
+    const byToken = new Map<string, string[]>();
+    for (const { id, claimToken } of messages) byToken.set(claimToken, [...(byToken.get(claimToken) ?? []), id]);
+    try {
+      const standing = new Set<string>();
+      for (const [token, ids] of byToken) {
+        // Without a way to ask, none is sent from memory: the stuck detector reclaims what committed.
+        const confirmed = dialect.confirmClaimed ? await persistently(() => dialect.confirmClaimed!(dataSource, ids, token)) : [];
+        for (const id of confirmed) standing.add(id);
+      }
+      this.worker.handOff(messages.filter((message) => standing.has(message.id)));
+    } catch (error) {
+      this.logger.warn(
+        `Could not confirm ${messages.length} message(s) inserted claimed; the stuck detector will reclaim those that committed: ${describeError(error, 500)}`,
+      );
+    }
   }
 
   private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {

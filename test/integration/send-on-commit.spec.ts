@@ -1,8 +1,8 @@
 import { INestApplicationContext } from '@nestjs/common';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager } from 'typeorm';
-import { OutboxDispatcher, OutboxMessage, OutboxService } from '../../lib';
+import { DataSource, EntityManager, EntitySubscriberInterface, InsertEvent } from 'typeorm';
+import { OutboxDispatcher, OutboxMessage, OutboxService, StuckDetector } from '../../lib';
 import { brokerName } from '../support/broker-names';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { assertExchange, nothingMoreArrives as nothingMoreArrivesFrom, QueueProbe } from '../support/queue-probe';
@@ -11,7 +11,8 @@ import { sessionsOf } from '../support/database-sessions';
 import { AMQP_URL } from '../support/environment';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestApp } from '../support/test-app';
-import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
+import { TestOrder } from '../support/test-entities';
+import { sleep, STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_send_on_commit');
 const EXCHANGE = brokerName('it.send-on-commit');
@@ -19,6 +20,9 @@ const INSTANCE_ID = 'it-send-on-commit';
 /** Where messages are inserted claimed and sent from memory; elsewhere they are claimed as before. */
 const SENDS_ON_COMMIT = DATABASE_KIND === 'postgres';
 const onlyWhereSentOnCommit = SENDS_ON_COMMIT ? it : it.skip;
+const BATCH_SIZE = 50;
+/** The claim lease (`stuckReclaimAfterMs`) of the test's app. */
+const LEASE_MS = 6_000;
 
 /** One level of a transaction: messages published in it, savepoints inside it, and how it ends. */
 interface Level {
@@ -51,8 +55,20 @@ describe('Sending on commit', () => {
   beforeAll(async () => {
     await database.reset();
     await assertExchange(EXCHANGE);
-    // Polling only as the backstop it is: a message left behind would take a minute, and fail the wait.
-    app = await createTestApp({ database, outbox: { instanceId: INSTANCE_ID, pollIntervalMs: 60_000 } });
+    // Polling only as the backstop it is: a message left behind would take a minute, and fail the
+    // wait. The stuck detector runs only when a test asks it to, against a short lease.
+    app = await createTestApp({
+      database,
+      outbox: {
+        instanceId: INSTANCE_ID,
+        pollIntervalMs: 60_000,
+        batchSize: BATCH_SIZE,
+        stuckReclaimAfterMs: LEASE_MS,
+        stuckWarnAfterMs: LEASE_MS / 2,
+        stuckCheckIntervalMs: 600_000,
+        sendTimeoutMs: LEASE_MS / 2,
+      },
+    });
     outbox = app.get(OutboxService);
     dataSource = app.get(DataSource);
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
@@ -196,6 +212,120 @@ describe('Sending on commit', () => {
         const ghosts = await database.sql(`SELECT message_id FROM {outbox_message} WHERE message_id IN (?)`, [rolledBack]);
         expect(ghosts).toEqual([]);
       }
+      probe.messages.length = 0;
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  /** The rows of `messageIds`, as (message id, status). */
+  const statusesOf = (messageIds: string[]) =>
+    database.sql(`SELECT message_id, status FROM {outbox_message} WHERE message_id IN (?) ORDER BY id`, [messageIds]);
+
+  onlyWhereSentOnCommit(
+    'sends nothing a raw ROLLBACK TO SAVEPOINT undid, and what stood around it once',
+    async () => {
+      const kept = message();
+      const undone = message();
+      await dataSource.transaction(async (manager) => {
+        await outbox.publish(kept, { manager });
+        // PostgreSQL's way past a failed statement, written by hand: TypeORM's depth never changes.
+        await manager.query('SAVEPOINT before_undone');
+        await outbox.publish(undone, { manager });
+        await manager.query('ROLLBACK TO SAVEPOINT before_undone');
+      });
+      await probe.waitFor(1);
+      await nothingMoreArrives();
+      expect(probe.messageIds).toEqual([kept.messageId]);
+      expect(await statusesOf([kept.messageId!, undone.messageId!])).toEqual([{ message_id: kept.messageId, status: 'DONE' }]);
+      probe.messages.length = 0;
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  onlyWhereSentOnCommit(
+    'sends nothing of a transaction whose COMMIT rolled back (an error caught inside it)',
+    async () => {
+      const lost = message();
+      await dataSource.transaction(async (manager) => {
+        await outbox.publish(lost, { manager });
+        // The transaction is aborted now; PostgreSQL answers its COMMIT with ROLLBACK, and no error.
+        await manager.query('SELECT 1 / 0').catch(() => undefined);
+      });
+      await nothingMoreArrives();
+      expect(probe.messageIds).toEqual([]);
+      expect(await statusesOf([lost.messageId!])).toEqual([]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
+
+  onlyWhereSentOnCommit(
+    'renews the lease of a message its transaction held for more than half of it, and sends it once',
+    async () => {
+      const held = message();
+      await dataSource.transaction(async (manager) => {
+        await outbox.publish(held, { manager });
+        await sleep(LEASE_MS / 2 + 500);
+      });
+      await probe.waitFor(1);
+      // Renewed as it was handed off: the stuck detector finds nothing expired.
+      expect((await app.get(StuckDetector).check()).reclaimed).toBe(0);
+      await nothingMoreArrives();
+      expect(probe.messageIds).toEqual([held.messageId]);
+      const [row] = await database.sql(
+        `SELECT status, attempts, extract(epoch FROM claimed_at - created_at) * 1000 AS held_ms FROM {outbox_message} WHERE message_id = ?`,
+        [held.messageId],
+      );
+      expect({ status: row.status, attempts: Number(row.attempts) }).toEqual({ status: 'DONE', attempts: 0 });
+      expect(Number(row.held_ms)).toBeGreaterThanOrEqual(LEASE_MS / 2 + 500);
+      probe.messages.length = 0;
+    },
+    timeoutFor(LEASE_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  onlyWhereSentOnCommit(
+    'inserts at most a batch of one transaction claimed, the rest for the claims',
+    async () => {
+      const messages = Array.from({ length: BATCH_SIZE + 10 }, () => message());
+      await dataSource.transaction(async (manager) => {
+        for (const m of messages) await outbox.publish(m, { manager });
+        const counts = await database.sqlOn(
+          manager,
+          `SELECT status, count(*) AS n FROM {outbox_message} WHERE message_id IN (?) GROUP BY status ORDER BY status`,
+          [messages.map((m) => m.messageId)],
+        );
+        expect(counts.map((c) => [c.status, Number(c.n)])).toEqual([
+          ['PENDING', 10],
+          ['PROCESSING', BATCH_SIZE],
+        ]);
+      });
+      await probe.waitFor(messages.length);
+      await nothingMoreArrives();
+      expect(probe.messageIds.sort()).toEqual(messages.map((m) => m.messageId).sort());
+      probe.messages.length = 0;
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  onlyWhereSentOnCommit(
+    'sends a message an entity subscriber publishes during save(…, { data })',
+    async () => {
+      const fromSubscriber = message();
+      // TypeORM lends the query runner the caller's `data` for the save's length.
+      const subscriber: EntitySubscriberInterface<TestOrder> = {
+        listenTo: () => TestOrder,
+        afterInsert: async (event: InsertEvent<TestOrder>) => {
+          if ((event.queryRunner.data as { publish?: boolean }).publish) await outbox.publish(fromSubscriber, { manager: event.manager });
+        },
+      };
+      dataSource.subscribers.push(subscriber);
+      try {
+        await dataSource.transaction((manager) => manager.save(TestOrder, { status: 'PAID' }, { data: { publish: true } }));
+      } finally {
+        dataSource.subscribers.splice(dataSource.subscribers.indexOf(subscriber), 1);
+      }
+      await probe.waitFor(1);
+      await nothingMoreArrives();
+      expect(probe.messageIds).toEqual([fromSubscriber.messageId]);
       probe.messages.length = 0;
     },
     timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),

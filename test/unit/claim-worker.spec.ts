@@ -23,6 +23,10 @@ class FakeQueue {
   failNextClaims = 0;
   /** Rows given back by `release` (shutdown). */
   released: number[] = [];
+  /** While set, `release` fails with it. */
+  releaseError?: Error;
+  /** What the worker warned of. */
+  warnings: string[] = [];
   /** Tokens given back by `releaseClaim`. */
   releasedTokens: string[] = [];
   /** Rows taken by claims that failed, by their token. */
@@ -35,6 +39,7 @@ class FakeQueue {
       table: {
         label: 'fake',
         release: async (_: unknown, rows: Row[]) => {
+          if (this.releaseError) throw this.releaseError;
           this.released.push(...rows.map((row) => Number(row.id)));
           return rows.length;
         },
@@ -51,7 +56,7 @@ class FakeQueue {
       concurrency,
       processTimeoutMs: 1_000,
       // Failed claims are logged; the tests look at what the worker did instead.
-      logger: { error: () => undefined, warn: () => undefined, log: () => undefined } as unknown as Logger,
+      logger: { error: () => undefined, warn: (message: string) => this.warnings.push(message), log: () => undefined } as unknown as Logger,
       claim: async (limit, claimToken) => {
         this.claims++;
         this.claimsInFlight++;
@@ -336,6 +341,18 @@ describe('ClaimWorker', () => {
       await tick();
       expect(queue.released.sort()).toEqual([2, 3, 4]);
       expect(queue.processed).toEqual([1]);
+    });
+
+    it('says so when it cannot give rows back at shutdown, with the error', async () => {
+      const queue = new FakeQueue();
+      const worker = queue.worker(1, 1, true);
+      worker.handOff(handed(1, 2));
+      await tick();
+      queue.releaseError = new Error('connection refused');
+      const stopped = worker.stop();
+      queue.finishAll();
+      await stopped;
+      expect(queue.warnings).toEqual([expect.stringMatching(/^Could not give back 1 claimed fake row\(s\) at shutdown; .*connection refused/)]);
     });
   });
 });

@@ -41,18 +41,31 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
   }
 
   async insertClaimed(manager: EntityManager, row: NewOutboxRow, claim: InsertClaim): Promise<InsertedClaimedRow | null> {
-    // As a claim leaves it: PROCESSING under the claim's token since now(), due now, unattempted.
+    // As a claim leaves it: PROCESSING under the claim's token, due now, unattempted. The lease
+    // runs from the insert (clock_timestamp()), not from the transaction's start (now()), which
+    // may be long before.
     const result = await execute(
       manager,
       `INSERT INTO ${this.table}
          (${OUTBOX_INSERT_COLUMNS}, claim_token, claimed_at, claimed_by)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '${PROCESSING}', $11, now(), $12, now(), $13)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, '${PROCESSING}', $11, now(), $12, clock_timestamp(), $13)
        ON CONFLICT DO NOTHING
        RETURNING id, floor(extract(epoch FROM created_at) * 1000)::float8 AS created_at_ms`,
       [...messageColumnValues(row), row.maxAttempts, claim.token, claim.claimedBy],
     );
     const inserted = result.records[0];
     return inserted ? { id: inserted.id, createdAt: new Date(Number(inserted.created_at_ms)) } : null;
+  }
+
+  async confirmClaimed(dataSource: DataSource, ids: string[], token: string): Promise<string[]> {
+    const result = await execute(
+      dataSource,
+      `UPDATE ${this.table} SET claimed_at = now()
+       WHERE id = ANY($1::bigint[]) AND claim_token = $2 AND status = '${PROCESSING}'
+       RETURNING id`,
+      [ids, token],
+    );
+    return result.records.map((r) => String(r.id));
   }
 
   async findDuplicateMessageId(manager: EntityManager, row: NewOutboxRow): Promise<string | null> {
