@@ -62,10 +62,12 @@ interface TransactionRecords {
 
 /**
  * A statement that begins, ends or marks a transaction or savepoint, at the start of the text or
- * after a `;`. Matched only in SQL TypeORM's transaction methods did not send; a false match
- * costs one confirming query at commit, a missed one could send a rolled-back message.
+ * after a `;`, behind any comments. Matched only in SQL TypeORM's transaction methods did not
+ * send; a false match costs one confirming query at commit, a missed one could send a
+ * rolled-back message.
  */
-const TRANSACTION_CONTROL = /(?:^|;)\s*(?:begin|start\s+transaction|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i;
+const TRANSACTION_CONTROL =
+  /(?:^|;)\s*(?:(?:--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)\s*)*(?:begin|start\s+transaction|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i;
 
 /**
  * Sends what this process publishes without a claim: a message is inserted already claimed
