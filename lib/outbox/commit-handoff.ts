@@ -15,6 +15,7 @@ import { NewOutboxRow } from '../message/validate-message';
 import { OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
+import { holdsTransactionControl } from './transaction-control-sql';
 
 /** A dispatch lane that takes messages from this process's commits (see `DispatchLane`). */
 export interface HandoffLane {
@@ -61,13 +62,10 @@ interface TransactionRecords {
 }
 
 /**
- * A statement that begins, ends or marks a transaction or savepoint, at the start of the text or
- * after a `;`, behind any comments. Matched only in SQL TypeORM's transaction methods did not
- * send; a false match costs one confirming query at commit, a missed one could send a
- * rolled-back message.
+ * The statements TypeORM's own transaction methods send (PostgreSQL's query runner), which the
+ * caller's SQL is not: exempt only while one of those methods runs.
  */
-const TRANSACTION_CONTROL =
-  /(?:^|;)\s*(?:(?:--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)\s*)*(?:begin|start\s+transaction|commit|end|rollback|abort|savepoint|release|prepare\s+transaction)\b/i;
+const TYPEORM_CONTROL = /^(?:START TRANSACTION|COMMIT|ROLLBACK|(?:RELEASE |ROLLBACK TO )?SAVEPOINT typeorm_\d+)$/;
 
 /**
  * Sends what this process publishes without a claim: a message is inserted already claimed
@@ -78,7 +76,7 @@ const TRANSACTION_CONTROL =
  *
  * A rolled-back savepoint drops what it recorded; a rollback drops everything, and so does a
  * COMMIT that PostgreSQL answers with ROLLBACK. Where the transaction ran transaction control
- * of its own in raw SQL, or held a message for half its lease, the table confirms at commit which
+ * of its own in raw SQL, or held a message for long, the table confirms at commit which
  * rows stand (and renews their lease) before any is sent. A crash (or a commit the subscriber
  * never hears of) leaves the rows claimed until the stuck detector reclaims them; shutdown gives
  * back what was not sent.
@@ -103,9 +101,14 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
     dataSource.subscribers.push(this);
   }
 
-  /** Lets `lane` take the messages of transport `name`; returns a function that stops it. */
+  /**
+   * Lets `lane` take the messages of transport `name`; returns a function that stops it. Not
+   * where the lease is shorter than four send timeouts: a handed-off message may wait for a loop
+   * (up to a send's time) and then be sent, after its transaction held it, and all of that must
+   * end well within the lease, or the stuck detector would reclaim it mid-send.
+   */
   register(name: string, lane: HandoffLane): () => void {
-    if (!this.options.sendOnCommit) return () => undefined;
+    if (!this.options.sendOnCommit || this.options.stuckReclaimAfterMs < 4 * this.options.sendTimeoutMs) return () => undefined;
     this.lanes.set(name, lane);
     return () => {
       if (this.lanes.get(name) === lane) this.lanes.delete(name);
@@ -187,12 +190,16 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
   }
 
   afterQuery(event: AfterQueryEvent): void {
-    const transaction = this.transactions.get(event.queryRunner);
+    const runner = event.queryRunner;
+    // TypeORM's own statement has run (or failed): whatever comes next is the caller's again.
+    const own = this.inOwnControl.has(runner) && TYPEORM_CONTROL.test(event.query);
+    if (own) this.inOwnControl.delete(runner);
+    const transaction = this.transactions.get(runner);
     if (!transaction) return;
-    if (this.inOwnControl.has(event.queryRunner)) {
+    if (own) {
       // PostgreSQL ends a failed transaction (an error the caller caught) this way, without an error.
       if (event.query === 'COMMIT' && (event.rawResults as { command?: string } | undefined)?.command === 'ROLLBACK') transaction.rolledBack = true;
-    } else if (typeof event.query === 'string' && TRANSACTION_CONTROL.test(event.query)) {
+    } else if (typeof event.query === 'string' && holdsTransactionControl(event.query)) {
       transaction.unsure = true;
     }
   }
@@ -250,12 +257,15 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
 
   /**
    * Hands a committed transaction's messages to their lanes: from memory, or, where memory cannot
-   * vouch for them, through the table. A record held for half the lease may have been reclaimed
-   * (or be about to be), so its lease is renewed first. With the table asked, withdrawn messages
+   * vouch for them, through the table. A record held so long that its lease could run out before
+   * it is sent (half the lease, or less where sends may take long) may have been reclaimed, or
+   * be about to be, so its lease is renewed first. With the table asked, withdrawn messages
    * go too: a raw rollback may have undone their cancel, and an ABANDONED row is not confirmed.
    */
   private handOff(transaction: TransactionRecords): void {
-    const heldSince = performance.now() - this.options.stuckReclaimAfterMs / 2;
+    const { stuckReclaimAfterMs: lease, sendTimeoutMs } = this.options;
+    // Time left for a wait and a send after the confirm, with a send's time to spare.
+    const heldSince = performance.now() - Math.min(lease / 2, lease - 3 * sendTimeoutMs);
     const confirmFirst = transaction.unsure || transaction.records.some((r) => r.recordedAt < heldSince);
     const byLane = new Map<HandoffLane, ClaimedMessage[]>();
     for (const { lane, message, withdrawnAt } of transaction.records) {

@@ -21,8 +21,11 @@ const INSTANCE_ID = 'it-send-on-commit';
 const SENDS_ON_COMMIT = DATABASE_KIND === 'postgres';
 const onlyWhereSentOnCommit = SENDS_ON_COMMIT ? it : it.skip;
 const BATCH_SIZE = 50;
-/** The claim lease (`stuckReclaimAfterMs`) of the test's app. */
-const LEASE_MS = 6_000;
+/** The claim lease (`stuckReclaimAfterMs`) and send timeout of the test's app: sending on commit needs four sends' time in a lease. */
+const LEASE_MS = 12_000;
+const SEND_TIMEOUT_MS = 3_000;
+/** How long a transaction may hold a message before its hand-off is confirmed (and its lease renewed). */
+const CONFIRM_AFTER_MS = LEASE_MS - 3 * SEND_TIMEOUT_MS;
 
 /** One level of a transaction: messages published in it, savepoints inside it, and how it ends. */
 interface Level {
@@ -66,7 +69,7 @@ describe('Sending on commit', () => {
         stuckReclaimAfterMs: LEASE_MS,
         stuckWarnAfterMs: LEASE_MS / 2,
         stuckCheckIntervalMs: 600_000,
-        sendTimeoutMs: LEASE_MS / 2,
+        sendTimeoutMs: SEND_TIMEOUT_MS,
       },
     });
     outbox = app.get(OutboxService);
@@ -247,6 +250,35 @@ describe('Sending on commit', () => {
   );
 
   onlyWhereSentOnCommit(
+    'sees a raw ROLLBACK TO SAVEPOINT after one of TypeORM’s own transaction statements failed',
+    async () => {
+      const undone = message();
+      const kept = message();
+      const runner = dataSource.createQueryRunner();
+      try {
+        await runner.startTransaction();
+        await runner.startTransaction();
+        await outbox.publish(undone, { manager: runner.manager });
+        await runner.query('SELECT 1 / 0').catch(() => undefined);
+        // RELEASE SAVEPOINT fails in the aborted transaction; the caller goes on by hand.
+        await expect(runner.commitTransaction()).rejects.toThrow();
+        await runner.query('ROLLBACK TO SAVEPOINT typeorm_1');
+        await outbox.publish(kept, { manager: runner.manager });
+        await runner.commitTransaction();
+        await runner.commitTransaction();
+      } finally {
+        await runner.release();
+      }
+      await probe.waitFor(1);
+      await nothingMoreArrives();
+      expect(probe.messageIds).toEqual([kept.messageId]);
+      expect(await statusesOf([undone.messageId!, kept.messageId!])).toEqual([{ message_id: kept.messageId, status: 'DONE' }]);
+      probe.messages.length = 0;
+    },
+    timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
+  );
+
+  onlyWhereSentOnCommit(
     'sends nothing of a transaction whose COMMIT rolled back (an error caught inside it)',
     async () => {
       const lost = message();
@@ -263,12 +295,12 @@ describe('Sending on commit', () => {
   );
 
   onlyWhereSentOnCommit(
-    'renews the lease of a message its transaction held for more than half of it, and sends it once',
+    'renews the lease of a message its transaction held until too little of it was left, and sends it once',
     async () => {
       const held = message();
       await dataSource.transaction(async (manager) => {
         await outbox.publish(held, { manager });
-        await sleep(LEASE_MS / 2 + 500);
+        await sleep(CONFIRM_AFTER_MS + 500);
       });
       await probe.waitFor(1);
       // Renewed as it was handed off: the stuck detector finds nothing expired.
@@ -280,7 +312,7 @@ describe('Sending on commit', () => {
         [held.messageId],
       );
       expect({ status: row.status, attempts: Number(row.attempts) }).toEqual({ status: 'DONE', attempts: 0 });
-      expect(Number(row.held_ms)).toBeGreaterThanOrEqual(LEASE_MS / 2 + 500);
+      expect(Number(row.held_ms)).toBeGreaterThanOrEqual(CONFIRM_AFTER_MS + 500);
       probe.messages.length = 0;
     },
     timeoutFor(LEASE_MS, WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
