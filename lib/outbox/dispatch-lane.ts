@@ -159,7 +159,11 @@ export class DispatchLane implements HandoffLane {
   private async confirmThenHandOff(messages: ClaimedMessage[]): Promise<void> {
     const { dialect, dataSource } = this.spec;
     const byToken = new Map<string, string[]>();
-    for (const { id, claimToken } of messages) byToken.set(claimToken, [...(byToken.get(claimToken) ?? []), id]);
+    for (const { id, claimToken } of messages) {
+      const ids = byToken.get(claimToken);
+      if (ids) ids.push(id);
+      else byToken.set(claimToken, [id]);
+    }
     try {
       const standing = new Set<string>();
       for (const [token, ids] of byToken) {

@@ -224,6 +224,15 @@ describe('Sending on commit', () => {
   const statusesOf = (messageIds: string[]) =>
     database.sql(`SELECT message_id, status FROM {outbox_message} WHERE message_id IN (?) ORDER BY id`, [messageIds]);
 
+  /** `kept` arrived once and is DONE; `undone` neither arrived nor has a row. */
+  const expectOnlySent = async (kept: OutboxMessage, undone: OutboxMessage) => {
+    await probe.waitFor(1);
+    await nothingMoreArrives();
+    expect(probe.messageIds).toEqual([kept.messageId]);
+    expect(await statusesOf([kept.messageId!, undone.messageId!])).toEqual([{ message_id: kept.messageId, status: 'DONE' }]);
+    probe.messages.length = 0;
+  };
+
   onlyWhereSentOnCommit.each([
     'ROLLBACK TO SAVEPOINT before_undone',
     '/* past the failed insert */ rollback to savepoint before_undone',
@@ -240,11 +249,7 @@ describe('Sending on commit', () => {
         await manager.query(rollbackTo);
         await outbox.publish(kept, { manager });
       });
-      await probe.waitFor(1);
-      await nothingMoreArrives();
-      expect(probe.messageIds).toEqual([kept.messageId]);
-      expect(await statusesOf([kept.messageId!, undone.messageId!])).toEqual([{ message_id: kept.messageId, status: 'DONE' }]);
-      probe.messages.length = 0;
+      await expectOnlySent(kept, undone);
     },
     timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
   );
@@ -269,11 +274,7 @@ describe('Sending on commit', () => {
       } finally {
         await runner.release();
       }
-      await probe.waitFor(1);
-      await nothingMoreArrives();
-      expect(probe.messageIds).toEqual([kept.messageId]);
-      expect(await statusesOf([undone.messageId!, kept.messageId!])).toEqual([{ message_id: kept.messageId, status: 'DONE' }]);
-      probe.messages.length = 0;
+      await expectOnlySent(kept, undone);
     },
     timeoutFor(WAIT_TIMEOUT_MS, WAIT_TIMEOUT_MS),
   );
