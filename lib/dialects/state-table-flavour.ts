@@ -74,3 +74,8 @@ export interface StateTableFlavour {
    */
   updateClaims<T extends ClaimRef>(claims: T[], values: PerClaimValue<T>[], set: (names: ClaimBatchNames) => string): BuiltStatement;
 }
+
+/** The `value` of a settle's names where it has no per-claim values: naming one is a bug. */
+export function noPerClaimValues(name: string): never {
+  throw new Error(`The settle has no per-claim value '${name}'`);
+}

@@ -8,7 +8,7 @@ import { filterConditions, SqlParams } from '../message-filter-sql';
 import { MessageScope } from '../message-ref-sql';
 import { execute } from '../sql-executor';
 import { SqlStateTable } from '../sql-state-table';
-import { StateTableFlavour } from '../state-table-flavour';
+import { noPerClaimValues, StateTableFlavour } from '../state-table-flavour';
 import { FINISHED_SQL } from '../status-sql';
 import { MYSQL_FILTER } from './mysql-filter';
 import {
@@ -80,10 +80,6 @@ function mysqlFlavour(table: MysqlTable): StateTableFlavour {
       };
     },
   };
-}
-
-function noPerClaimValues(name: string): never {
-  throw new Error(`The settle has no per-claim value '${name}'`);
 }
 
 /**

@@ -4,7 +4,7 @@ import { MessageStatus } from '../../message/message-status';
 import { MessageScope } from '../message-ref-sql';
 import { execute } from '../sql-executor';
 import { SqlStateTable } from '../sql-state-table';
-import { StateTableFlavour } from '../state-table-flavour';
+import { noPerClaimValues, StateTableFlavour } from '../state-table-flavour';
 import { FINISHED_SQL, orderingRule, UNFINISHED_SQL } from '../status-sql';
 import { POSTGRES_FILTER } from './postgres-filter';
 
@@ -59,10 +59,6 @@ function postgresFlavour(table: string): StateTableFlavour {
       };
     },
   };
-}
-
-function noPerClaimValues(name: string): never {
-  throw new Error(`The settle has no per-claim value '${name}'`);
 }
 
 /** PostgreSQL transitions shared by the outbox and inbox tables. */
