@@ -34,7 +34,13 @@ export type { OutboxEnvelope } from './transport/client-proxy/outbox-envelope';
 export type { EventClient } from './transport/client-proxy/event-client';
 export type { HttpEndpoint, HttpOutboxTransportOptions } from './transport/http/http-endpoint';
 export { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS, OUTBOX_OPTIONS } from './outbox.constants';
-export { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration, OUTBOX_MIGRATIONS } from './migrations/table-migrations';
+export {
+  createInboxTableMigration,
+  createOutboxTableMigration,
+  createOutboxTableV2Migration,
+  createOutboxTableV3Migration,
+  OUTBOX_MIGRATIONS,
+} from './migrations/table-migrations';
 export type { MigrationClass } from './migrations/table-migrations';
 export { createArchiveTablesMigration } from './migrations/archive-tables-migration';
 export type { ArchiveTablesMigrationOptions } from './migrations/archive-tables-migration';

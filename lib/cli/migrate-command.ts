@@ -1,7 +1,7 @@
-import { TableKind } from '../dialects/index-names';
 import { qualifiedTable } from '../dialects/resolve-dialect';
 import { tableDdl } from '../migrations/table-migrations';
 import { upgradeOutboxTable, withQueryRunner } from '../schema/outbox-schema-version';
+import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
 import { assertTableNamesFit } from '../schema/table-name-limits';
 import { COMMON_OPTIONS_HELP } from './cli-arguments';
 import { CliCommand, ExitCode } from './cli-command';
@@ -21,14 +21,15 @@ export const migrateCommand: CliCommand = {
   help: `Usage: nestjs-outbox migrate -d <data-source file> [--table name] [--inbox-table name] [--json]
 
 Creates the outbox and inbox tables, with their indexes, where they are missing, and upgrades an
-outbox table of schema version 1 to version ${LATEST_OUTBOX_VERSION}: the statements OutboxModule runs at start-up under
+outbox table of schema version 1 or 2 to version ${LATEST_OUTBOX_VERSION}: the statements OutboxModule runs at start-up under
 synchronize: true, and the library's migrations run, whatever the DataSource's synchronize says.
 Run it again and it does nothing. It never alters a table that is not one of the library's, and
 leaves a missing table to the DataSource's migrations when they include the library's migration
 creating it (their CREATE TABLE would fail on a table made here).
 
-On PostgreSQL the upgrade blocks writes to the outbox table while its new index is built (it reads
-the claimable rows once); on MySQL and MariaDB it adds the columns in place.
+On PostgreSQL each upgrade blocks writes to the outbox table while its new index is built (version
+2 reads the claimable rows once, version 3 the whole table); on MySQL and MariaDB version 2 adds
+the columns in place, and version 3 changes nothing.
 
 Exit code 0 when the tables are ready, 1 when it could not make them so, 2 for a wrong command line.
 
@@ -46,7 +47,12 @@ Examples:
       const actions = await migrate(connection, schemas.outbox, schemas.inbox);
       const result = {
         database: connection.dialect.description,
-        outbox: { table: connection.tables.outbox, action: actions.outbox, schemaVersion: LATEST_OUTBOX_VERSION },
+        outbox: {
+          table: connection.tables.outbox,
+          action: actions.outbox.action,
+          fromSchemaVersion: actions.outbox.from,
+          schemaVersion: LATEST_OUTBOX_VERSION,
+        },
         inbox: { table: connection.tables.inbox, action: actions.inbox },
       };
       if (values.json) printJson(output, result);
@@ -75,7 +81,11 @@ function refuseWhatMigrateMustNotTouch(connection: CliConnection, schemas: Table
  * Start-up creation's statements, in its order: each missing table at version 1, then the
  * outbox's upgrade. `IF NOT EXISTS` keeps them no-ops on what another process creates meanwhile.
  */
-async function migrate(connection: CliConnection, outbox: TableSchema, inbox: TableSchema): Promise<Record<TableKind, MigrateAction>> {
+async function migrate(
+  connection: CliConnection,
+  outbox: TableSchema,
+  inbox: TableSchema,
+): Promise<{ outbox: { action: MigrateAction; from: number | null }; inbox: MigrateAction }> {
   const { dataSource, dialect } = connection;
   return withQueryRunner(dataSource, async (runner) => {
     for (const schema of [outbox, inbox]) {
@@ -84,15 +94,18 @@ async function migrate(connection: CliConnection, outbox: TableSchema, inbox: Ta
         await runner.query(statement);
       }
     }
-    const upgraded = await upgradeOutboxTable(runner, dialect, outbox.table);
+    const from = await upgradeOutboxTable(runner, dialect, outbox.table);
     return {
-      outbox: outbox.state === 'missing' ? 'created' : upgraded ? 'upgraded' : 'none',
+      outbox: outbox.state === 'missing' ? { action: 'created', from: null } : { action: from === null ? 'none' : 'upgraded', from },
       inbox: inbox.state === 'missing' ? 'created' : 'none',
     };
   });
 }
 
-function describeActions(result: { outbox: { table: string; action: MigrateAction }; inbox: { table: string; action: MigrateAction } }): string {
+function describeActions(result: {
+  outbox: { table: string; action: MigrateAction; fromSchemaVersion: number | null };
+  inbox: { table: string; action: MigrateAction };
+}): string {
   const { outbox, inbox } = result;
   if (outbox.action === 'none' && inbox.action === 'none') {
     return `Nothing to do: the outbox table ${outbox.table} is at schema version ${LATEST_OUTBOX_VERSION} and the inbox table ${inbox.table} exists.\n`;
@@ -100,7 +113,9 @@ function describeActions(result: { outbox: { table: string; action: MigrateActio
   const lines: string[] = [];
   if (outbox.action === 'created') lines.push(`Created the outbox table ${outbox.table} (schema version ${LATEST_OUTBOX_VERSION}).`);
   if (outbox.action === 'upgraded')
-    lines.push(`Upgraded the outbox table ${outbox.table} from schema version 1 to ${LATEST_OUTBOX_VERSION} (transport and destination columns, lane index).`);
+    lines.push(
+      `Upgraded the outbox table ${outbox.table} from schema version ${outbox.fromSchemaVersion} to ${LATEST_OUTBOX_VERSION} (${outboxUpgradeSummary(outbox.fromSchemaVersion ?? 0)}).`,
+    );
   if (outbox.action === 'none') lines.push(`The outbox table ${outbox.table} is at schema version ${LATEST_OUTBOX_VERSION} already.`);
   lines.push(inbox.action === 'created' ? `Created the inbox table ${inbox.table}.` : `The inbox table ${inbox.table} exists already.`);
   return `${lines.join('\n')}\n`;

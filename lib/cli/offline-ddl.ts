@@ -22,7 +22,7 @@ export interface DdlSource {
   name: DialectName;
   /** For the script's header: the database and server the statements are written for. */
   description: string;
-  ddl: Pick<DatabaseDialect, 'outboxTableDdl' | 'outboxV2Ddl' | 'inboxTableDdl' | 'identifierLimit'>;
+  ddl: Pick<DatabaseDialect, 'outboxTableDdl' | 'outboxV2Ddl' | 'outboxV3Ddl' | 'inboxTableDdl' | 'identifierLimit'>;
   /** The table as statements name it: quoted, qualified with the schema when one is given. */
   quoted(table: string): string;
 }
@@ -46,7 +46,7 @@ export function offlineDdlSource(name: DialectName, options: { schema?: string; 
       return {
         name,
         description: 'SQLite 3.38 or later',
-        ddl: { outboxTableDdl: sqliteOutboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, inboxTableDdl: sqliteInboxTableDdl },
+        ddl: { outboxTableDdl: sqliteOutboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, outboxV3Ddl: () => [], inboxTableDdl: sqliteInboxTableDdl },
         quoted,
       };
     case 'mysql':

@@ -31,12 +31,14 @@ export const sqlCommand: CliCommand = {
     'server-version': { type: 'string' },
     'if-not-exists': { type: 'boolean' },
   },
-  help: `Usage: nestjs-outbox sql --dialect postgres|mysql|mariadb|sqlite [--from 0|1] [--to 1|${LATEST_OUTBOX_VERSION}] [options]
-       nestjs-outbox sql -d <data-source file> [--from 0|1] [--to 1|${LATEST_OUTBOX_VERSION}] [options]
+  help: `Usage: nestjs-outbox sql --dialect postgres|mysql|mariadb|sqlite [--from 0|1|2] [--to 1|2|${LATEST_OUTBOX_VERSION}] [options]
+       nestjs-outbox sql -d <data-source file> [--from 0|1|2] [--to 1|2|${LATEST_OUTBOX_VERSION}] [options]
 
 Prints the statements that take the tables from schema version --from to --to: version 1 creates
-the outbox table (as createOutboxTableMigration does) and the inbox table; version ${LATEST_OUTBOX_VERSION} upgrades
-the outbox table. Default --from 0 --to ${LATEST_OUTBOX_VERSION}: both tables, ready. --from 1 prints only the upgrade.
+the outbox table (as createOutboxTableMigration does) and the inbox table; versions 2 and ${LATEST_OUTBOX_VERSION} upgrade
+the outbox table (version ${LATEST_OUTBOX_VERSION} changes PostgreSQL's only: its one statement replaces the
+business-key unique constraint with a unique index over the rows that have a business key).
+Default --from 0 --to ${LATEST_OUTBOX_VERSION}: both tables, ready. --from 1 prints only the upgrades.
 They are the statements the migrations and migrate run, each ended by ";" and a newline, for a
 review, a migration tool of your own, or a pipe into psql, mysql or sqlite3. Nothing is run.
 
@@ -47,8 +49,8 @@ and the server's capabilities are read from the DataSource's connection, and its
 
 Options:
   --dialect <name>          postgres, mysql, mariadb or sqlite (with -d: checked against the database)
-  --from <version>          the version the tables are at: 0 (none) or 1 (default 0)
-  --to <version>            the version to reach: 1 or ${LATEST_OUTBOX_VERSION} (default ${LATEST_OUTBOX_VERSION})
+  --from <version>          the version the tables are at: 0 (none), 1 or 2 (default 0)
+  --to <version>            the version to reach: 1 to ${LATEST_OUTBOX_VERSION} (default ${LATEST_OUTBOX_VERSION})
   --schema <name>           qualify the table names with this schema (without -d)
   --server-version <text>   the MySQL or MariaDB server's VERSION(), e.g. 8.0.36 or 10.11.6-MariaDB (without -d)
   --if-not-exists           CREATE ... IF NOT EXISTS, as start-up creation writes them
@@ -58,7 +60,8 @@ ${COMMON_OPTIONS_HELP}
 
 Examples:
   nestjs-outbox sql --dialect postgres | psql "$DATABASE_URL"
-  nestjs-outbox sql --dialect mariadb --from 1 > upgrade-outbox-v2.sql
+  nestjs-outbox sql --dialect mariadb --from 1 > upgrade-outbox.sql
+  nestjs-outbox sql --dialect postgres --from 2 > upgrade-outbox-v3.sql
   nestjs-outbox sql -d dist/data-source.js --table billing_outbox --inbox-table billing_inbox
 `,
   async run(values, output) {
@@ -98,9 +101,10 @@ function dialectOption(values: OptionValues): DialectName | undefined {
 function versionRange(values: OptionValues): { from: number; to: number } {
   const from = integerOption(values, 'from') ?? 0;
   const to = integerOption(values, 'to') ?? LATEST_OUTBOX_VERSION;
-  if (from !== 0 && from !== 1) throw new CliUsageError(`--from must be 0 (no tables) or 1, got ${JSON.stringify(from)}`);
+  if (typeof from !== 'number' || from < 0 || from >= LATEST_OUTBOX_VERSION)
+    throw new CliUsageError(`--from must be 0 (no tables) to ${LATEST_OUTBOX_VERSION - 1}, got ${JSON.stringify(from)}`);
   if (typeof to !== 'number' || to < 1 || to > LATEST_OUTBOX_VERSION)
-    throw new CliUsageError(`--to must be 1 or ${LATEST_OUTBOX_VERSION}, got ${JSON.stringify(to)}`);
+    throw new CliUsageError(`--to must be 1 to ${LATEST_OUTBOX_VERSION}, got ${JSON.stringify(to)}`);
   if (from >= to) throw new CliUsageError(`--from (${from}) must be below --to (${to}): there is nothing to print`);
   return { from, to };
 }
@@ -118,6 +122,7 @@ export function statementsBetween(source: DdlSource, tables: TableNames, range: 
   const versions: Record<number, () => string[]> = {
     1: () => [...source.ddl.outboxTableDdl(request(tables.outbox)), ...source.ddl.inboxTableDdl(request(tables.inbox))],
     2: () => source.ddl.outboxV2Ddl(request(tables.outbox)),
+    3: () => source.ddl.outboxV3Ddl(request(tables.outbox)),
   };
   const statements: string[] = [];
   for (let version = range.from + 1; version <= range.to; version++) statements.push(...versions[version]());
@@ -127,6 +132,7 @@ export function statementsBetween(source: DdlSource, tables: TableNames, range: 
 /** The script: a header in comments, then each statement ended by `;` and a newline, a blank line between them. */
 export function scriptText(source: DdlSource, tables: TableNames, script: SqlScript): string {
   const created = script.from === 0 ? `outbox table ${tables.outbox}, inbox table ${tables.inbox}` : `outbox table ${tables.outbox}`;
-  const header = `-- nestjs-outbox schema version ${script.from} to ${script.to}: ${created}\n-- for ${source.description}\n\n`;
+  const nothing = script.statements.length === 0 ? `-- nothing to run: on this database version ${script.to} is version ${script.from}\n` : '';
+  const header = `-- nestjs-outbox schema version ${script.from} to ${script.to}: ${created}\n-- for ${source.description}\n${nothing}\n`;
   return header + script.statements.map((statement) => `${statement};\n`).join('\n');
 }

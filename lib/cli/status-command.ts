@@ -5,7 +5,7 @@ import { CliConnection, withConnection } from './cli-connection';
 import { printJson, suggestedCommand } from './cli-format';
 import { listedCreatingMigration } from './listed-library-migrations';
 import { printStatusReport, StatusReport, TableStatus } from './status-report';
-import { LATEST_OUTBOX_VERSION, readTableSchemas, schemaProblem, TableSchema } from './table-schema-state';
+import { isUsable, LATEST_OUTBOX_VERSION, readTableSchemas, schemaProblem, TableSchema, upgradeSummary } from './table-schema-state';
 
 /** `nestjs-outbox status`: the tables' schema and counts; exits with 1 until both are ready. */
 export const statusCommand: CliCommand = {
@@ -14,9 +14,9 @@ export const statusCommand: CliCommand = {
   options: {},
   help: `Usage: nestjs-outbox status -d <data-source file> [--table name] [--inbox-table name] [--json]
 
-Reports whether the outbox table exists and at which schema version (1, or ${LATEST_OUTBOX_VERSION}: the
-latest), whether the inbox table exists with its columns, and for each table at its latest
-version the rows per status, in total and per transport (outbox) or consumer (inbox): how many are
+Reports whether the outbox table exists and at which schema version (1 to ${LATEST_OUTBOX_VERSION}, the
+latest; the library works with version 2 too, which \`migrate\` upgrades), whether the inbox table
+exists with its columns, and for each table the library can use the rows per status, in total and per transport (outbox) or consumer (inbox): how many are
 due, the lag of the oldest due row and the rows in flight, by the database's clock. One catalog
 query and one aggregate statement per table; it changes nothing.
 
@@ -42,9 +42,9 @@ Examples:
 async function statusReport(connection: CliConnection): Promise<StatusReport> {
   const schemas = await readTableSchemas(connection);
   // A table behind or unrecognised lacks columns the counting statement reads.
-  const outbox = schemas.outbox.state === 'current' ? await connection.outbox.statusSummary(connection.dataSource) : null;
-  const inbox = schemas.inbox.state === 'current' ? await connection.inbox.statusSummary(connection.dataSource) : null;
-  const ready = schemas.outbox.state === 'current' && schemas.inbox.state === 'current';
+  const outbox = isUsable(schemas.outbox.state) ? await connection.outbox.statusSummary(connection.dataSource) : null;
+  const inbox = isUsable(schemas.inbox.state) ? await connection.inbox.statusSummary(connection.dataSource) : null;
+  const ready = isUsable(schemas.outbox.state) && isUsable(schemas.inbox.state);
   return {
     database: connection.dialect.description,
     ready,
@@ -52,11 +52,12 @@ async function statusReport(connection: CliConnection): Promise<StatusReport> {
       ...tableStatus(schemas.outbox),
       schemaVersion: schemas.outbox.version ?? (schemas.outbox.state as 'missing' | 'unrecognised'),
       latestSchemaVersion: LATEST_OUTBOX_VERSION,
+      upgrade: schemas.outbox.state === 'behind' || schemas.outbox.state === 'upgradable' ? upgradeSummary(schemas.outbox) : null,
       stats: outbox && outboxStats(outbox),
     },
     inbox: { ...tableStatus(schemas.inbox), stats: inbox && inboxStats(inbox) },
     at: (outbox ?? inbox)?.at ?? null,
-    next: ready ? null : nextStep(connection, [schemas.outbox, schemas.inbox]),
+    next: ready && schemas.outbox.state !== 'upgradable' ? null : nextStep(connection, [schemas.outbox, schemas.inbox]),
   };
 }
 

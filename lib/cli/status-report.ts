@@ -10,13 +10,25 @@ const STATUSES = Object.values(MessageStatus);
 export interface StatusReport {
   /** The dialect the DataSource resolved to, e.g. `postgres`, `mariadb 11.4.2 (SKIP LOCKED)`. */
   database: string;
-  /** Both tables are there, the outbox at the latest schema version: the exit code is 0. */
+  /**
+   * Both tables are there and usable (the outbox at the latest schema version, or at one the
+   * library works with and `migrate` upgrades): the exit code is 0.
+   */
   ready: boolean;
-  outbox: TableStatus & { schemaVersion: number | 'missing' | 'unrecognised'; latestSchemaVersion: number; stats: OutboxTableStats | null };
+  outbox: TableStatus & {
+    schemaVersion: number | 'missing' | 'unrecognised';
+    latestSchemaVersion: number;
+    /** What upgrading to the latest version brings, when the table is behind or upgradable; null otherwise. */
+    upgrade: string | null;
+    stats: OutboxTableStats | null;
+  };
   inbox: TableStatus & { stats: InboxStats | null };
   /** The database's clock when the outbox (else the inbox) was counted; null when neither was. */
   at: Date | null;
-  /** What to run to make the tables ready; null when they are, or when a table needs a person. */
+  /**
+   * What to run to make the tables ready, or when they are but the outbox is `upgradable`, to
+   * upgrade it; null when there is nothing to run, or when a table needs a person.
+   */
   next: string | null;
 }
 
@@ -42,8 +54,8 @@ export function printStatusReport(report: StatusReport): string {
   if (!report.ready) {
     const problems = [outbox.problem, inbox.problem].filter((problem): problem is string => problem !== null);
     text += `\nNot ready: ${problems.join('; ')}.\n`;
-    if (report.next) text += `Next: ${report.next}\n`;
   }
+  if (report.next) text += `${report.ready ? '\n' : ''}Next: ${report.next}\n`;
   return text;
 }
 
@@ -51,6 +63,8 @@ function outboxSchemaLine({ outbox }: StatusReport): string {
   switch (outbox.state) {
     case 'current':
       return `schema version ${outbox.schemaVersion} (current)`;
+    case 'upgradable':
+      return `schema version ${outbox.schemaVersion} (works; the latest is ${outbox.latestSchemaVersion}: ${outbox.upgrade})`;
     case 'behind':
       return `schema version ${outbox.schemaVersion} (behind: the latest is ${outbox.latestSchemaVersion})`;
     case 'missing':

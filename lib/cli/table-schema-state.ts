@@ -1,24 +1,31 @@
 import { TableKind } from '../dialects/index-names';
-import { isOutboxV1, tableColumns, withQueryRunner } from '../schema/outbox-schema-version';
+import { isOutboxV1, isOutboxV3Pending, LATEST_OUTBOX_VERSION, tableColumns, withQueryRunner } from '../schema/outbox-schema-version';
+import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
 import { TABLE_COLUMNS } from '../schema/table-columns';
 import { CliConnection } from './cli-connection';
 
-/** The outbox table's newest schema version, which `migrate` brings it to. */
-export const LATEST_OUTBOX_VERSION = 2;
+export { LATEST_OUTBOX_VERSION };
 
 /**
- * Where a table stands: `current` has every column the library uses; `behind` is an outbox
- * table of schema version 1, which `migrate` upgrades; `unrecognised` exists but lacks columns
+ * Where a table stands: `current` has every column the library uses, at the latest version;
+ * `upgradable` works as it is (an outbox table of schema version 2 where version 3 changes
+ * something), and `migrate` upgrades it; `behind` is an outbox table of schema version 1, which
+ * the library cannot use until `migrate` upgrades it; `unrecognised` exists but lacks columns
  * another way (a table of the application's), which no command touches.
  */
-export type SchemaState = 'current' | 'behind' | 'missing' | 'unrecognised';
+export type SchemaState = 'current' | 'upgradable' | 'behind' | 'missing' | 'unrecognised';
+
+/** Whether the library can use a table in `state` as it is. */
+export function isUsable(state: SchemaState): boolean {
+  return state === 'current' || state === 'upgradable';
+}
 
 /** One of the library's tables as the database's catalog shows it. */
 export interface TableSchema {
   kind: TableKind;
   table: string;
   state: SchemaState;
-  /** The outbox's schema version (1 or 2), the inbox's (1: it has had one); null when missing or unrecognised. */
+  /** The outbox's schema version (1 to `LATEST_OUTBOX_VERSION`), the inbox's (1: it has had one); null when missing or unrecognised. */
   version: number | null;
   /** The library's columns an unrecognised table lacks. */
   missingColumns: string[];
@@ -27,7 +34,13 @@ export interface TableSchema {
 /** Both tables' schema, one catalog query each. */
 export async function readTableSchemas(connection: CliConnection): Promise<{ outbox: TableSchema; inbox: TableSchema }> {
   return withQueryRunner(connection.dataSource, async (runner) => {
-    const read = async (kind: TableKind, table: string) => tableSchema(kind, table, await tableColumns(runner, connection.dialect, table));
+    const read = async (kind: TableKind, table: string) => {
+      const columns = await tableColumns(runner, connection.dialect, table);
+      const schema = tableSchema(kind, table, columns);
+      return schema.state === 'current' && kind === 'outbox' && (await isOutboxV3Pending(runner, connection.dialect, table, columns))
+        ? { ...schema, state: 'upgradable' as const, version: 2 }
+        : schema;
+    };
     return { outbox: await read('outbox', connection.tables.outbox), inbox: await read('inbox', connection.tables.inbox) };
   });
 }
@@ -40,15 +53,21 @@ function tableSchema(kind: TableKind, table: string, columns: Set<string>): Tabl
   return { kind, table, state: 'current', version: kind === 'outbox' ? LATEST_OUTBOX_VERSION : 1, missingColumns: [] };
 }
 
+/** What upgrading an outbox table of `schema`'s version would bring, in words. */
+export function upgradeSummary(schema: TableSchema): string {
+  return outboxUpgradeSummary(schema.version ?? 0);
+}
+
 /** What is wrong with a table that is not `current`, for a person, naming the table. */
 export function schemaProblem(schema: TableSchema): string | undefined {
   switch (schema.state) {
     case 'current':
+    case 'upgradable':
       return undefined;
     case 'missing':
       return `the ${schema.kind} table ${schema.table} does not exist`;
     case 'behind':
-      return `the outbox table ${schema.table} is of schema version 1: version ${LATEST_OUTBOX_VERSION} adds the transport and destination columns`;
+      return `the outbox table ${schema.table} is of schema version 1: version 2 adds the transport and destination columns`;
     case 'unrecognised':
       return (
         `the table ${schema.table} exists but is not an ${schema.kind} table (no column ${schema.missingColumns.join(', ')}):` +

@@ -71,6 +71,20 @@ export interface DatabaseDialect {
    * statement (`ifNotExists` is ignored): callers check the columns first.
    */
   outboxV2Ddl(request: TableDdl): string[];
+  /**
+   * Schema version 3 of the outbox table, from version 2: on PostgreSQL the business-key unique
+   * key holds only rows with a business key. None where version 3 is version 2 (MySQL and MariaDB
+   * have no partial indexes; SQLite's key is part of its table, which only a rebuild changes).
+   * Each statement is atomic and idempotent.
+   */
+  outboxV3Ddl(request: TableDdl): string[];
+  /**
+   * The statement telling whether an outbox table of version 2 or later still waits for
+   * `outboxV3Ddl`: a row when it does. Absent where that DDL is empty.
+   */
+  outboxV3PendingQuery?(table: TableLocation): SqlQuery;
+  /** Version 3 undone (a reverted migration); absent where version 3 changed nothing. */
+  outboxV3RevertDdl?(request: TableDdl): string[];
   inboxTableDdl(request: TableDdl): string[];
   /**
    * The archive retention moves finished rows of a table of `kind` to (`retentionMode:

@@ -61,7 +61,7 @@ export function createOutboxTableV2Migration(tableName: string = DEFAULT_OUTBOX_
     name = `UpgradeOutboxTableV2_${table}${timestamp}`;
 
     async up(runner: QueryRunner): Promise<void> {
-      await upgradeOutboxTable(runner, await resolveDialect(runner.connection), table);
+      await upgradeOutboxTable(runner, await resolveDialect(runner.connection), table, 2);
     }
 
     async down(): Promise<void> {
@@ -73,5 +73,36 @@ export function createOutboxTableV2Migration(tableName: string = DEFAULT_OUTBOX_
   };
 }
 
+/**
+ * The migration upgrading an outbox table to schema version 3 (from version 2, or from version 1
+ * through version 2): on PostgreSQL the `(biz_key, message_type)` unique key becomes a unique
+ * index over the rows that have a business key, the same uniqueness with one index write less
+ * for every insert, claim and settle of a message without one. It blocks writes to the table
+ * while the index is built (one read of the table). On MySQL, MariaDB and SQLite version 3 is
+ * version 2 and it changes nothing. Reverting gives PostgreSQL its constraint back.
+ */
+export function createOutboxTableV3Migration(tableName: string = DEFAULT_OUTBOX_TABLE, timestamp = 1796342400000): MigrationClass {
+  const table = assertTableName('tableName', tableName);
+  return class UpgradeOutboxTable implements MigrationInterface {
+    name = `UpgradeOutboxTableV3_${table}${timestamp}`;
+
+    async up(runner: QueryRunner): Promise<void> {
+      await upgradeOutboxTable(runner, await resolveDialect(runner.connection), table, 3);
+    }
+
+    async down(runner: QueryRunner): Promise<void> {
+      const dialect = await resolveDialect(runner.connection);
+      for (const statement of dialect.outboxV3RevertDdl?.({ table, quoted: qualifiedTable(runner.connection, table), ifNotExists: false }) ?? []) {
+        await runner.query(statement);
+      }
+    }
+  };
+}
+
 /** The migrations of the outbox and inbox tables, for the default table names, in the order they apply. */
-export const OUTBOX_MIGRATIONS: MigrationClass[] = [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()];
+export const OUTBOX_MIGRATIONS: MigrationClass[] = [
+  createOutboxTableMigration(),
+  createInboxTableMigration(),
+  createOutboxTableV2Migration(),
+  createOutboxTableV3Migration(),
+];

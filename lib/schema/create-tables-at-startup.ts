@@ -3,7 +3,8 @@ import { DataSource } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
 import { tableDdl } from '../migrations/table-migrations';
-import { tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-schema-version';
+import { LATEST_OUTBOX_VERSION, tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-schema-version';
+import { outboxUpgradeSummary } from './outbox-upgrade-summary';
 
 /**
  * What `synchronize: true` means for the library's tables: create them, with their indexes, when
@@ -14,7 +15,7 @@ import { tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-sche
  */
 export async function createTablesAtStartup(dataSource: DataSource, dialect: DatabaseDialect, tables: { outbox: string; inbox: string }): Promise<void> {
   if (!dataSource.options.synchronize) return;
-  const upgraded = await withQueryRunner(dataSource, async (runner) => {
+  const upgradedFrom = await withQueryRunner(dataSource, async (runner) => {
     for (const [kind, table] of [
       ['outbox', tables.outbox],
       ['inbox', tables.inbox],
@@ -31,5 +32,9 @@ export async function createTablesAtStartup(dataSource: DataSource, dialect: Dat
   });
   const logger = new Logger('OutboxModule');
   logger.debug(`Ensured tables ${tables.outbox} and ${tables.inbox} (${dialect.description})`);
-  if (upgraded) logger.log(`Upgraded the outbox table ${tables.outbox} to schema version 2 (transport and destination columns)`);
+  if (upgradedFrom !== null) {
+    logger.log(
+      `Upgraded the outbox table ${tables.outbox} from schema version ${upgradedFrom} to ${LATEST_OUTBOX_VERSION} (${outboxUpgradeSummary(upgradedFrom)})`,
+    );
+  }
 }

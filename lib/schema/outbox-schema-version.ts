@@ -28,22 +28,49 @@ export function isOutboxV1(columns: Set<string>): boolean {
 /** The inbox's columns that no outbox table has. */
 const INBOX_ONLY_COLUMNS = TABLE_COLUMNS.inbox.filter((column) => !TABLE_COLUMNS.outbox.includes(column));
 
+/** The outbox table's newest schema version, which start-up creation, `migrate` and `OUTBOX_MIGRATIONS` bring it to. */
+export const LATEST_OUTBOX_VERSION = 3;
+
 /**
- * Brings an outbox table of version 1 to version 2; a table that has the columns is left alone.
- * Two processes may upgrade at once (both starting under `synchronize`): the one whose ALTER
- * fails looks again, and is content when the other's upgrade is there.
+ * Whether an outbox table of version 2 or later (given its columns) still waits for version 3's
+ * DDL; never where the dialect's version 3 is its version 2, nor for a table of another shape.
  */
-export async function upgradeOutboxTable(runner: QueryRunner, dialect: DatabaseDialect, table: string): Promise<boolean> {
-  if (!isOutboxV1(await tableColumns(runner, dialect, table))) return false;
-  try {
-    for (const statement of dialect.outboxV2Ddl({ table, quoted: qualifiedTable(runner.connection, table), ifNotExists: true })) {
-      await runner.query(statement);
+export async function isOutboxV3Pending(runner: QueryRunner, dialect: DatabaseDialect, table: string, columns: Set<string>): Promise<boolean> {
+  if (!dialect.outboxV3PendingQuery || !TABLE_COLUMNS.outbox.every((column) => columns.has(column))) return false;
+  const query = dialect.outboxV3PendingQuery(tableLocation(runner.connection, table));
+  return ((await runner.query(query.sql, query.params)) as unknown[]).length > 0;
+}
+
+/**
+ * Brings an outbox table to schema version `to` (the latest unless given) through each version
+ * between; a table at `to` or of another shape is left alone. Returns the version it upgraded
+ * from, null when it changed nothing. Two processes may upgrade at once (both starting under
+ * `synchronize`): the one whose version 2 ALTER fails looks again, and is content when the other's
+ * upgrade is there; version 3's one statement is a no-op on a table that has it.
+ */
+export async function upgradeOutboxTable(
+  runner: QueryRunner,
+  dialect: DatabaseDialect,
+  table: string,
+  to: number = LATEST_OUTBOX_VERSION,
+): Promise<number | null> {
+  const request = { table, quoted: qualifiedTable(runner.connection, table), ifNotExists: true };
+  let from: number | null = null;
+  let columns = await tableColumns(runner, dialect, table);
+  if (isOutboxV1(columns)) {
+    try {
+      for (const statement of dialect.outboxV2Ddl(request)) await runner.query(statement);
+      from = 1;
+    } catch (error) {
+      if (isOutboxV1(await tableColumns(runner, dialect, table))) throw error;
     }
-    return true;
-  } catch (error) {
-    if (!isOutboxV1(await tableColumns(runner, dialect, table))) return false;
-    throw error;
+    columns = await tableColumns(runner, dialect, table);
   }
+  if (to >= 3 && (await isOutboxV3Pending(runner, dialect, table, columns))) {
+    for (const statement of dialect.outboxV3Ddl(request)) await runner.query(statement);
+    from ??= 2;
+  }
+  return from;
 }
 
 /** Runs `work` with a query runner of its own. */

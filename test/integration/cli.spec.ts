@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { DataSource, DataSourceOptions } from 'typeorm';
-import { createOutboxTableMigration, MessageStatus } from '../../lib';
+import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration, MessageStatus } from '../../lib';
 import { DatabaseDialect, TableDdl } from '../../lib/dialects/database-dialect';
 import { MysqlDialect } from '../../lib/dialects/mysql/mysql.dialect';
 import { describeMysqlServer } from '../../lib/dialects/mysql/mysql-server';
@@ -137,7 +137,7 @@ describe('nestjs-outbox CLI', () => {
       expect(report.code).toBe(1);
       expect(json(report)).toMatchObject({
         ready: false,
-        outbox: { table: 'outbox_message', state: 'missing', schemaVersion: 'missing', latestSchemaVersion: 2, stats: null },
+        outbox: { table: 'outbox_message', state: 'missing', schemaVersion: 'missing', latestSchemaVersion: 3, stats: null },
         inbox: { table: 'inbox_message', state: 'missing', stats: null },
         next: `nestjs-outbox migrate -d ${dataSourceTs}`,
       });
@@ -151,11 +151,11 @@ describe('nestjs-outbox CLI', () => {
   );
 
   it(
-    'migrate creates both tables at schema version 2, and does nothing when run again',
+    'migrate creates both tables at schema version 3, and does nothing when run again',
     async () => {
       const created = await cli('migrate', '-d', dataSourceJs);
       expect(created).toMatchObject({ code: 0, stderr: '' });
-      expect(created.stdout).toContain('Created the outbox table outbox_message (schema version 2).\nCreated the inbox table inbox_message.\n');
+      expect(created.stdout).toContain('Created the outbox table outbox_message (schema version 3).\nCreated the inbox table inbox_message.\n');
 
       const [again, report, text] = await Promise.all([
         cli('migrate', '-d', dataSourceJs, '--json'),
@@ -164,18 +164,19 @@ describe('nestjs-outbox CLI', () => {
       ]);
       expect(again.code).toBe(0);
       expect(json(again)).toMatchObject({
-        outbox: { table: 'outbox_message', action: 'none', schemaVersion: 2 },
+        outbox: { table: 'outbox_message', action: 'none', schemaVersion: 3 },
         inbox: { table: 'inbox_message', action: 'none' },
       });
       expect(report.code).toBe(0);
       expect(json(report)).toMatchObject({
         ready: true,
-        outbox: { state: 'current', schemaVersion: 2, problem: null, stats: { due: 0, inFlight: 0, byTransport: {} } },
+        outbox: { state: 'current', schemaVersion: 3, problem: null, upgrade: null, stats: { due: 0, inFlight: 0, byTransport: {} } },
         inbox: { state: 'current', problem: null, stats: { due: 0, byConsumer: {} } },
         next: null,
       });
       expect(text).toMatchObject({ code: 0, stderr: '' });
-      expect(text.stdout).toContain('Outbox table outbox_message: schema version 2 (current)\nInbox table inbox_message: present\n');
+      expect(text.stdout).toContain('Outbox table outbox_message: schema version 3 (current)\nInbox table inbox_message: present\n');
+      expect(text.stdout).not.toContain('Next:');
     },
     CLI_TIMEOUT,
   );
@@ -202,11 +203,15 @@ describe('nestjs-outbox CLI', () => {
     'prints each dialect\'s DDL, one statement per ";" and newline, without a connection or from the DataSource\'s',
     async () => {
       const quotedBy = (quote: string) => (table: string) => `${quote}${table}${quote}`;
-      const offline: [string, Pick<DatabaseDialect, 'outboxTableDdl' | 'inboxTableDdl' | 'outboxV2Ddl'>, (table: string) => string][] = [
+      const offline: [string, Pick<DatabaseDialect, 'outboxTableDdl' | 'inboxTableDdl' | 'outboxV2Ddl' | 'outboxV3Ddl'>, (table: string) => string][] = [
         ['postgres', new PostgresDialect(), quotedBy('"')],
         ['mysql', new MysqlDialect(describeMysqlServer('8.4.0')), quotedBy('`')],
         ['mariadb', new MysqlDialect(describeMysqlServer('11.4.0-MariaDB')), quotedBy('`')],
-        ['sqlite', { outboxTableDdl: sqliteOutboxTableDdl, inboxTableDdl: sqliteInboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl }, quotedBy('"')],
+        [
+          'sqlite',
+          { outboxTableDdl: sqliteOutboxTableDdl, inboxTableDdl: sqliteInboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, outboxV3Ddl: () => [] },
+          quotedBy('"'),
+        ],
       ];
       const dataSource = new DataSource({ ...database.dataSourceOptions(), synchronize: false });
       await dataSource.initialize();
@@ -214,9 +219,11 @@ describe('nestjs-outbox CLI', () => {
       const connectedQuote = (table: string) => qualifiedTable(dataSource, table);
       await dataSource.destroy();
 
-      const [fromDataSource, upgradeOnly, ...scripts] = await Promise.all([
+      const [fromDataSource, upgradeOnly, v3Only, v3OnMariadb, ...scripts] = await Promise.all([
         cli('sql', '-d', dataSourceJs, '--json'),
-        cli('sql', '--dialect', 'postgres', '--from', '1', '--json'),
+        cli('sql', '--dialect', 'postgres', '--from', '1', '--to', '2', '--json'),
+        cli('sql', '--dialect', 'postgres', '--from', '2'),
+        cli('sql', '--dialect', 'mariadb', '--from', '2'),
         ...offline.map(([dialect]) => cli('sql', '--dialect', dialect)),
       ]);
       offline.forEach(([dialect, ddl, quote], index) => {
@@ -236,8 +243,15 @@ describe('nestjs-outbox CLI', () => {
         to: 2,
         statements: new PostgresDialect().outboxV2Ddl(request('outbox_message', quotedBy('"'))),
       });
+      // Version 3 is one statement (a DO block), so atomic even when psql runs the script without a transaction.
+      const [, v3Body] = splitHeader(v3Only.stdout);
+      expect(v3Body).toBe(`${new PostgresDialect().outboxV3Ddl(request('outbox_message', quotedBy('"')))[0]};\n`);
+      expect(v3Body).toMatch(/^DO \$outbox_v3\$ BEGIN\n/);
+      expect(v3OnMariadb).toMatchObject({ code: 0, stderr: '' });
+      expect(v3OnMariadb.stdout).toContain('-- nothing to run: on this database version 3 is version 2\n');
+      expect(splitHeader(v3OnMariadb.stdout)[1]).toBe('');
       expect(fromDataSource.code).toBe(0);
-      expect(json(fromDataSource)).toMatchObject({ dialect: database.kind, from: 0, to: 2, statements: allStatements(connected, connectedQuote) });
+      expect(json(fromDataSource)).toMatchObject({ dialect: database.kind, from: 0, to: 3, statements: allStatements(connected, connectedQuote) });
     },
     CLI_TIMEOUT,
   );
@@ -411,17 +425,66 @@ describe('nestjs-outbox CLI', () => {
       async () => {
         const [text, report] = await Promise.all([cli('status', '-d', dataSourceJs), cli('status', '-d', dataSourceJs, '--json')]);
         expect(text.code).toBe(1);
-        expect(text.stdout).toContain('Outbox table outbox_message: schema version 1 (behind: the latest is 2)');
+        expect(text.stdout).toContain('Outbox table outbox_message: schema version 1 (behind: the latest is 3)');
         expect(text.stdout).toContain('Not ready: the outbox table outbox_message is of schema version 1');
         expect(json(report)).toMatchObject({ ready: false, outbox: { state: 'behind', schemaVersion: 1, stats: null }, inbox: { state: 'missing' } });
 
         const migrated = await cli('migrate', '-d', dataSourceJs);
         expect(migrated).toMatchObject({ code: 0, stderr: '' });
-        expect(migrated.stdout).toContain('Upgraded the outbox table outbox_message from schema version 1 to 2');
+        expect(migrated.stdout).toContain('Upgraded the outbox table outbox_message from schema version 1 to 3 (transport and destination columns');
         expect(migrated.stdout).toContain('Created the inbox table inbox_message.');
         const after = await cli('status', '-d', dataSourceJs, '--json');
         expect(after.code).toBe(0);
-        expect(json(after)).toMatchObject({ ready: true, outbox: { schemaVersion: 2 } });
+        expect(json(after)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 3 } });
+      },
+      CLI_TIMEOUT,
+    );
+  });
+
+  describe('on an outbox table of schema version 2', () => {
+    beforeAll(async () => {
+      await database.reset();
+      const dataSource = new DataSource({
+        ...database.dataSourceOptions(),
+        synchronize: false,
+        migrations: [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()],
+      });
+      await dataSource.initialize();
+      try {
+        await dataSource.runMigrations();
+      } finally {
+        await dataSource.destroy();
+      }
+    }, timeoutFor(STARTUP_TIMEOUT_MS));
+
+    it(
+      'status is ready (exit 0) and, on PostgreSQL, says migrate upgrades it to version 3; migrate does',
+      async () => {
+        const [text, report] = await Promise.all([cli('status', '-d', dataSourceJs), cli('status', '-d', dataSourceJs, '--json')]);
+        expect(text).toMatchObject({ code: 0, stderr: '' });
+        expect(report.code).toBe(0);
+        if (database.kind !== 'postgres') {
+          // Version 3 changes nothing here: the table is current as it is.
+          expect(json(report)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 3, upgrade: null }, next: null });
+          expect((await cli('migrate', '-d', dataSourceJs)).stdout).toContain('Nothing to do: the outbox table outbox_message is at schema version 3');
+          return;
+        }
+        expect(text.stdout).toContain(
+          'Outbox table outbox_message: schema version 2 (works; the latest is 3: on PostgreSQL, a business-key unique index over the rows that have one)',
+        );
+        expect(text.stdout).not.toContain('Not ready');
+        expect(text.stdout).toContain(`Next: nestjs-outbox migrate -d ${dataSourceJs}`);
+        expect(json(report)).toMatchObject({
+          ready: true,
+          outbox: { state: 'upgradable', schemaVersion: 2, problem: null, stats: { due: 0 } },
+          next: `nestjs-outbox migrate -d ${dataSourceJs}`,
+        });
+
+        const migrated = await cli('migrate', '-d', dataSourceJs, '--json');
+        expect(migrated).toMatchObject({ code: 0, stderr: '' });
+        expect(json(migrated)).toMatchObject({ outbox: { action: 'upgraded', fromSchemaVersion: 2, schemaVersion: 3 }, inbox: { action: 'none' } });
+        const after = await cli('status', '-d', dataSourceJs, '--json');
+        expect(json(after)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 3, upgrade: null }, next: null });
       },
       CLI_TIMEOUT,
     );
@@ -438,12 +501,16 @@ function request(table: string, quote: (table: string) => string): TableDdl {
   return { table, quoted: quote(table), ifNotExists: false };
 }
 
-/** Version 1's statements, both tables, then the upgrade: what `sql` prints by default. */
-function allStatements(ddl: Pick<DatabaseDialect, 'outboxTableDdl' | 'inboxTableDdl' | 'outboxV2Ddl'>, quote: (table: string) => string): string[] {
+/** Version 1's statements, both tables, then the upgrades: what `sql` prints by default. */
+function allStatements(
+  ddl: Pick<DatabaseDialect, 'outboxTableDdl' | 'inboxTableDdl' | 'outboxV2Ddl' | 'outboxV3Ddl'>,
+  quote: (table: string) => string,
+): string[] {
   return [
     ...ddl.outboxTableDdl(request('outbox_message', quote)),
     ...ddl.inboxTableDdl(request('inbox_message', quote)),
     ...ddl.outboxV2Ddl(request('outbox_message', quote)),
+    ...ddl.outboxV3Ddl(request('outbox_message', quote)),
   ];
 }
 

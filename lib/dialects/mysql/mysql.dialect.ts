@@ -56,6 +56,11 @@ export class MysqlDialect implements DatabaseDialect {
     return mysqlOutboxV2Ddl(request);
   }
 
+  /** No partial indexes: version 3 is version 2 here. */
+  outboxV3Ddl(): string[] {
+    return [];
+  }
+
   inboxTableDdl(request: TableDdl): string[] {
     return mysqlInboxTableDdl(request, this.server);
   }

@@ -108,6 +108,51 @@ export function postgresOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
 }
 
 /**
+ * Schema version 3 of the outbox table: the `(biz_key, message_type)` unique key holds only the
+ * rows that have a business key (`WHERE biz_key IS NOT NULL`), the same uniqueness, since rows
+ * without one never conflicted (NULLs are distinct). A unique constraint has an entry for every
+ * row, and each claim and settle rewrites every entry of its row (a non-HOT update): this takes
+ * one index write off the insert, the claim and the settle of each message without a business key
+ * (docs/performance.md). One statement, so atomic wherever it runs (a migration, start-up, a
+ * script fed to psql): the old key is dropped and the new one built under one lock, with no moment
+ * in between when a duplicate business key could be inserted. The build reads the table once
+ * (its rows with a business key enter the index) and blocks writes meanwhile. Idempotent.
+ */
+export function postgresOutboxV3Ddl({ table, quoted }: TableDdl): string[] {
+  const { typeBizKey } = outboxIndexNames(table);
+  return [
+    `DO $outbox_v3$ BEGIN
+  ALTER TABLE ${quoted} DROP CONSTRAINT IF EXISTS "${typeBizKey}";
+  CREATE UNIQUE INDEX IF NOT EXISTS "${typeBizKey}" ON ${quoted} ("biz_key", "message_type") WHERE biz_key IS NOT NULL;
+END $outbox_v3$`,
+  ];
+}
+
+/** Version 3 undone: the business-key unique key as a constraint over every row again. One statement. */
+export function postgresOutboxV3RevertDdl({ table, quoted }: TableDdl): string[] {
+  const { typeBizKey } = outboxIndexNames(table);
+  // An index lives in its table's schema: qualified as the table is (table names have no dots).
+  const schema = quoted.includes('.') ? `${quoted.slice(0, quoted.lastIndexOf('.'))}.` : '';
+  return [
+    `DO $outbox_v2$ BEGIN
+  DROP INDEX IF EXISTS ${schema}"${typeBizKey}";
+  ALTER TABLE ${quoted} ADD CONSTRAINT "${typeBizKey}" UNIQUE ("biz_key", "message_type");
+END $outbox_v2$`,
+  ];
+}
+
+/**
+ * A row when the outbox table `quoted` still has version 2's business-key unique constraint, so
+ * version 3 is pending; none once it is a partial index (or the table does not exist).
+ */
+export function postgresOutboxV3PendingQuery(quoted: string, table: string): { sql: string; params: unknown[] } {
+  return {
+    sql: `SELECT 1 AS pending FROM pg_catalog.pg_constraint WHERE conrelid = to_regclass($1) AND conname = $2 AND contype = 'u'`,
+    params: [quoted, outboxIndexNames(table).typeBizKey],
+  };
+}
+
+/**
  * The archive of a table of `kind` (`retentionMode: 'archive'`): `request.table` names the
  * archived table (the archive's names derive from it), `request.quoted` the archive itself. Every
  * column of the table as it is at its latest schema version, without its unique keys (an id or a

@@ -4,7 +4,15 @@ import { OutboxDialect } from '../outbox-dialect';
 import { guardPostgresConnections } from './postgres-connection-guard';
 import { PostgresInboxDialect } from './postgres-inbox.dialect';
 import { PostgresOutboxDialect } from './postgres-outbox.dialect';
-import { postgresArchiveTableDdl, postgresInboxTableDdl, postgresOutboxTableDdl, postgresOutboxV2Ddl } from './postgres-schema';
+import {
+  postgresArchiveTableDdl,
+  postgresInboxTableDdl,
+  postgresOutboxTableDdl,
+  postgresOutboxV2Ddl,
+  postgresOutboxV3Ddl,
+  postgresOutboxV3PendingQuery,
+  postgresOutboxV3RevertDdl,
+} from './postgres-schema';
 
 /** PostgreSQL: SKIP LOCKED claims, partial indexes, NOTIFY wake-ups. */
 export class PostgresDialect implements DatabaseDialect {
@@ -48,6 +56,13 @@ export class PostgresDialect implements DatabaseDialect {
 
   outboxTableDdl = postgresOutboxTableDdl;
   outboxV2Ddl = postgresOutboxV2Ddl;
+  outboxV3Ddl = postgresOutboxV3Ddl;
+  outboxV3RevertDdl = postgresOutboxV3RevertDdl;
+
+  outboxV3PendingQuery(table: TableLocation): SqlQuery {
+    return postgresOutboxV3PendingQuery(table.quoted, table.name);
+  }
+
   inboxTableDdl = postgresInboxTableDdl;
   archiveTableDdl = postgresArchiveTableDdl;
 }

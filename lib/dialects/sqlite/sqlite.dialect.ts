@@ -49,6 +49,8 @@ export class SqliteDialect implements DatabaseDialect {
 
   outboxTableDdl = sqliteOutboxTableDdl;
   outboxV2Ddl = sqliteOutboxV2Ddl;
+  /** The business-key constraint is part of the table, which only a rebuild changes: version 3 is version 2 here. */
+  outboxV3Ddl = (): string[] => [];
   inboxTableDdl = sqliteInboxTableDdl;
   archiveTableDdl = sqliteArchiveTableDdl;
 }
