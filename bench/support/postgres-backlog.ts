@@ -16,6 +16,13 @@ export interface BacklogPart {
 /** Wake-up channel of the library's defaults: the seeding transaction signals it on commit. */
 const NOTIFY_CHANNEL = 'nestjs_outbox';
 
+/**
+ * `BENCH_DISPATCH_BIZ_KEYS=none` seeds rows without a business key, as publish() writes them when
+ * none is given; by default every row has one. PostgreSQL only: there a row without one is in one
+ * index fewer (outbox schema version 3, bench/results/schema-v3.md).
+ */
+const WITH_BIZ_KEYS = process.env.BENCH_DISPATCH_BIZ_KEYS !== 'none';
+
 /** The outbox table of a PostgreSQL schema, seeded with `generate_series`. */
 export class PostgresBacklog implements OutboxBacklog {
   readonly wakesDispatchers = true;
@@ -52,11 +59,11 @@ export class PostgresBacklog implements OutboxBacklog {
     for (const { transport, exchange, count } of parts) {
       await this.db.query(
         `INSERT INTO ${this.table} (message_id, message_type, biz_key, ordering_key, exchange, routing_key, destination, transport, payload, headers, status, max_attempts)
-         SELECT gen_random_uuid(), 'bench.dispatched', $5 || g, NULL, $1, 'bench.dispatched', $1, $4,
+         SELECT gen_random_uuid(), 'bench.dispatched', CASE WHEN $6 THEN $5 || g END, NULL, $1, 'bench.dispatched', $1, $4,
                 json_build_object('n', g, 'blob', $2::text), '{}', 'PENDING', 10
          FROM generate_series(1, $3::int) AS g`,
         // Business keys unique across the parts (biz_key and type are a unique pair).
-        [exchange, BENCH_BODY.blob, count, transport, transport === DEFAULT_TRANSPORT ? 'bench-' : `bench-${transport}-`],
+        [exchange, BENCH_BODY.blob, count, transport, transport === DEFAULT_TRANSPORT ? 'bench-' : `bench-${transport}-`, WITH_BIZ_KEYS],
       );
     }
     // Inside the transaction, so the planner knows the backlog from the first claim on.
