@@ -13,6 +13,7 @@ import { PostgresDialect } from '../../lib/dialects/postgres/postgres.dialect';
 import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-dialect';
 import { sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl } from '../../lib/dialects/sqlite/sqlite-schema';
 import { testDatabase } from '../support/database';
+import { runMigrations } from '../support/run-migrations';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const database = testDatabase('it_cli');
@@ -411,13 +412,7 @@ describe('nestjs-outbox CLI', () => {
   describe('on an outbox table of schema version 1', () => {
     beforeAll(async () => {
       await database.reset();
-      const dataSource = new DataSource({ ...database.dataSourceOptions(), synchronize: false, migrations: [createOutboxTableMigration()] });
-      await dataSource.initialize();
-      try {
-        await dataSource.runMigrations();
-      } finally {
-        await dataSource.destroy();
-      }
+      await runMigrations(database, [createOutboxTableMigration()]);
     }, timeoutFor(STARTUP_TIMEOUT_MS));
 
     it(
@@ -444,17 +439,7 @@ describe('nestjs-outbox CLI', () => {
   describe('on an outbox table of schema version 2', () => {
     beforeAll(async () => {
       await database.reset();
-      const dataSource = new DataSource({
-        ...database.dataSourceOptions(),
-        synchronize: false,
-        migrations: [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()],
-      });
-      await dataSource.initialize();
-      try {
-        await dataSource.runMigrations();
-      } finally {
-        await dataSource.destroy();
-      }
+      await runMigrations(database, [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()]);
     }, timeoutFor(STARTUP_TIMEOUT_MS));
 
     it(

@@ -1,23 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration, MessageStatus, OUTBOX_MIGRATIONS } from '../../lib';
 import { CapturingOutboxTransport, OutboxTestKit } from '../../lib/testing';
 import { testDatabase } from '../support/database';
+import { runMigrations } from '../support/run-migrations';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const database = testDatabase('it_schema_upgrade');
-
-/** Runs `migrations` on the test database as TypeORM's `migration:run` would. */
-async function runMigrations(migrations: Function[]): Promise<void> {
-  const dataSource = new DataSource({ ...database.dataSourceOptions(), synchronize: false, migrations });
-  await dataSource.initialize();
-  try {
-    await dataSource.runMigrations();
-  } finally {
-    await dataSource.destroy();
-  }
-}
 
 /** One row in every status, as version 1 of the library wrote them. */
 async function seedVersion1Rows(): Promise<Record<string, string>> {
@@ -38,7 +27,7 @@ describe('Upgrading an outbox table of schema version 1', () => {
 
   beforeAll(async () => {
     await database.reset();
-    await runMigrations([createOutboxTableMigration(), createInboxTableMigration()]);
+    await runMigrations(database, [createOutboxTableMigration(), createInboxTableMigration()]);
     ids = await seedVersion1Rows();
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
@@ -57,7 +46,7 @@ describe('Upgrading an outbox table of schema version 1', () => {
     async () => {
       const before = await database.statusCounts();
       // The creating migrations are recorded as run: only the upgrade runs.
-      await runMigrations(OUTBOX_MIGRATIONS);
+      await runMigrations(database, OUTBOX_MIGRATIONS);
       expect(await database.statusCounts()).toEqual(before);
       const rows = await database.sql(`SELECT message_id, status, transport, destination, attempts FROM {outbox_message}`);
       expect(rows).toHaveLength(Object.values(MessageStatus).length);
@@ -88,7 +77,7 @@ describe('Upgrading an outbox table of schema version 1', () => {
       const app = await createTestApp({ database, statics: { transport: CapturingOutboxTransport }, outbox: { dispatcherEnabled: false } });
       await app.close();
       // Under another name, as a user who added it by hand beside OUTBOX_MIGRATIONS would.
-      await runMigrations([createOutboxTableV2Migration('outbox_message', 1796169600001)]);
+      await runMigrations(database, [createOutboxTableV2Migration('outbox_message', 1796169600001)]);
       expect(Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message}`))[0].n)).toBe(Object.values(MessageStatus).length);
     },
     timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
@@ -102,14 +91,7 @@ describe('Start-up under synchronize on an outbox table of schema version 1', ()
     'upgrades it in place, keeping its rows',
     async () => {
       await upgraded.reset();
-      const dataSource = new DataSource({
-        ...upgraded.dataSourceOptions(),
-        synchronize: false,
-        migrations: [createOutboxTableMigration(), createInboxTableMigration()],
-      });
-      await dataSource.initialize();
-      await dataSource.runMigrations();
-      await dataSource.destroy();
+      await runMigrations(upgraded, [createOutboxTableMigration(), createInboxTableMigration()]);
       await upgraded.sql(
         `INSERT INTO {outbox_message} (message_id, message_type, exchange, routing_key, payload, headers, status, max_attempts) VALUES (?, 't', 'e', 'r', '{}', '{}', 'DONE', 5)`,
         [randomUUID()],

@@ -14,23 +14,12 @@ import {
 } from '../../lib';
 import { CapturingOutboxTransport, OutboxTestKit } from '../../lib/testing';
 import { testDatabase } from '../support/database';
+import { runMigrations } from '../support/run-migrations';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const database = testDatabase('it_schema_v3');
 const postgres = database.kind === 'postgres';
-
-/** Runs `migrations` as TypeORM's `migration:run` would; `revert` then undoes the last one. */
-async function runMigrations(migrations: Function[], revert = false): Promise<void> {
-  const dataSource = new DataSource({ ...database.dataSourceOptions(), synchronize: false, migrations });
-  await dataSource.initialize();
-  try {
-    await dataSource.runMigrations();
-    if (revert) await dataSource.undoLastMigration();
-  } finally {
-    await dataSource.destroy();
-  }
-}
 
 /** The migrations that leave `table` (and the default inbox) at schema version 2. */
 function toVersion2(table = 'outbox_message'): Function[] {
@@ -64,7 +53,7 @@ async function seedRows(): Promise<void> {
 describe('Schema version 3 of the outbox table', () => {
   beforeAll(async () => {
     await database.reset();
-    await runMigrations(toVersion2());
+    await runMigrations(database, toVersion2());
     await seedRows();
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
@@ -100,7 +89,7 @@ describe('Schema version 3 of the outbox table', () => {
     'OUTBOX_MIGRATIONS upgrade it keeping every row; the key holds the rows with a business key, unique as before',
     async () => {
       const before = await database.statusCounts();
-      await runMigrations(OUTBOX_MIGRATIONS);
+      await runMigrations(database, OUTBOX_MIGRATIONS);
       expect(await database.statusCounts()).toEqual(before);
       if (postgres) {
         const key = await businessKey();
@@ -142,7 +131,7 @@ describe('Schema version 3 of the outbox table', () => {
     'is a no-op when run again, also from two connections at once',
     async () => {
       const migrations = [createOutboxTableV3Migration('outbox_message', 1796342400001)];
-      await Promise.all([runMigrations(migrations), runMigrations([createOutboxTableV3Migration('outbox_message', 1796342400002)])]);
+      await Promise.all([runMigrations(database, migrations), runMigrations(database, [createOutboxTableV3Migration('outbox_message', 1796342400002)])]);
       if (postgres) expect(await businessKey()).toMatchObject({ constraint: false, definition: expect.stringContaining('WHERE (biz_key IS NOT NULL)') });
     },
     timeoutFor(STARTUP_TIMEOUT_MS),
@@ -154,23 +143,13 @@ describe('Schema version 3 beside version 2', () => {
 
   beforeAll(async () => {
     await property.reset();
-    const dataSource = new DataSource({
-      ...property.dataSourceOptions(),
-      synchronize: false,
-      migrations: [
-        createOutboxTableMigration('keys_v2'),
-        createOutboxTableV2Migration('keys_v2'),
-        createOutboxTableMigration('keys_v3'),
-        createOutboxTableV2Migration('keys_v3'),
-        createOutboxTableV3Migration('keys_v3'),
-      ],
-    });
-    await dataSource.initialize();
-    try {
-      await dataSource.runMigrations();
-    } finally {
-      await dataSource.destroy();
-    }
+    await runMigrations(property, [
+      createOutboxTableMigration('keys_v2'),
+      createOutboxTableV2Migration('keys_v2'),
+      createOutboxTableMigration('keys_v3'),
+      createOutboxTableV2Migration('keys_v3'),
+      createOutboxTableV3Migration('keys_v3'),
+    ]);
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   it(
@@ -210,18 +189,7 @@ describe('Schema version 3, reverted and under synchronize', () => {
     'reverting the migration gives PostgreSQL its constraint back; start-up under synchronize upgrades it again',
     async () => {
       await reverted.reset();
-      const dataSource = new DataSource({
-        ...reverted.dataSourceOptions(),
-        synchronize: false,
-        migrations: [...toVersion2(), createOutboxTableV3Migration()],
-      });
-      await dataSource.initialize();
-      try {
-        await dataSource.runMigrations();
-        await dataSource.undoLastMigration();
-      } finally {
-        await dataSource.destroy();
-      }
+      await runMigrations(reverted, [...toVersion2(), createOutboxTableV3Migration()], { revert: true });
       const key = async () => {
         const [row] = await reverted.sql(
           `SELECT count(*) AS n FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = ? AND c.conname = 'UQ_outbox_message_type_biz_key'`,
