@@ -1,6 +1,6 @@
 import { qualifiedTable } from '../dialects/resolve-dialect';
 import { tableDdl } from '../migrations/table-migrations';
-import { upgradeOutboxTable, withQueryRunner } from '../schema/outbox-schema-version';
+import { LATEST_OUTBOX_VERSION, upgradeOutboxTable, withQueryRunner } from '../schema/outbox-schema-version';
 import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
 import { assertTableNamesFit } from '../schema/table-name-limits';
 import { COMMON_OPTIONS_HELP } from './cli-arguments';
@@ -8,7 +8,7 @@ import { CliCommand, ExitCode } from './cli-command';
 import { CliConnection, withConnection } from './cli-connection';
 import { printJson } from './cli-format';
 import { listedCreatingMigration } from './listed-library-migrations';
-import { LATEST_OUTBOX_VERSION, readTableSchemas, schemaProblem, TableSchema } from './table-schema-state';
+import { readTableSchemas, schemaProblem, TableSchema } from './table-schema-state';
 
 /** What `migrate` did to one table. */
 export type MigrateAction = 'created' | 'upgraded' | 'none';

@@ -9,7 +9,7 @@ import { CliConnection, withConnection } from './cli-connection';
 import { printJson } from './cli-format';
 import { CliUsageError } from './cli-usage.error';
 import { DdlSource, DIALECT_NAMES, DialectName, offlineDdlSource } from './offline-ddl';
-import { LATEST_OUTBOX_VERSION } from './table-schema-state';
+import { LATEST_OUTBOX_VERSION } from '../schema/outbox-schema-version';
 
 /** What `sql --json` prints. */
 export interface SqlScript {

@@ -1,11 +1,13 @@
 import { inboxStats, outboxStats } from '../admin/outbox-stats';
+import { LATEST_OUTBOX_VERSION } from '../schema/outbox-schema-version';
+import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
 import { COMMON_OPTIONS_HELP } from './cli-arguments';
 import { CliCommand, ExitCode } from './cli-command';
 import { CliConnection, withConnection } from './cli-connection';
 import { printJson, suggestedCommand } from './cli-format';
 import { listedCreatingMigration } from './listed-library-migrations';
 import { printStatusReport, StatusReport, TableStatus } from './status-report';
-import { isUsable, LATEST_OUTBOX_VERSION, readTableSchemas, schemaProblem, TableSchema, upgradeSummary } from './table-schema-state';
+import { isUsable, readTableSchemas, schemaProblem, TableSchema } from './table-schema-state';
 
 /** `nestjs-outbox status`: the tables' schema and counts; exits with 1 until both are ready. */
 export const statusCommand: CliCommand = {
@@ -52,7 +54,7 @@ async function statusReport(connection: CliConnection): Promise<StatusReport> {
       ...tableStatus(schemas.outbox),
       schemaVersion: schemas.outbox.version ?? (schemas.outbox.state as 'missing' | 'unrecognised'),
       latestSchemaVersion: LATEST_OUTBOX_VERSION,
-      upgrade: schemas.outbox.state === 'behind' || schemas.outbox.state === 'upgradable' ? upgradeSummary(schemas.outbox) : null,
+      upgrade: schemas.outbox.state === 'behind' || schemas.outbox.state === 'upgradable' ? outboxUpgradeSummary(schemas.outbox.version ?? 0) : null,
       stats: outbox && outboxStats(outbox),
     },
     inbox: { ...tableStatus(schemas.inbox), stats: inbox && inboxStats(inbox) },

@@ -1,10 +1,7 @@
 import { TableKind } from '../dialects/index-names';
 import { isOutboxV1, isOutboxV3Pending, LATEST_OUTBOX_VERSION, tableColumns, withQueryRunner } from '../schema/outbox-schema-version';
-import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
 import { TABLE_COLUMNS } from '../schema/table-columns';
 import { CliConnection } from './cli-connection';
-
-export { LATEST_OUTBOX_VERSION };
 
 /**
  * Where a table stands: `current` has every column the library uses, at the latest version;
@@ -51,11 +48,6 @@ function tableSchema(kind: TableKind, table: string, columns: Set<string>): Tabl
   const missingColumns = TABLE_COLUMNS[kind].filter((column) => !columns.has(column));
   if (missingColumns.length > 0) return { kind, table, state: 'unrecognised', version: null, missingColumns };
   return { kind, table, state: 'current', version: kind === 'outbox' ? LATEST_OUTBOX_VERSION : 1, missingColumns: [] };
-}
-
-/** What upgrading an outbox table of `schema`'s version would bring, in words. */
-export function upgradeSummary(schema: TableSchema): string {
-  return outboxUpgradeSummary(schema.version ?? 0);
 }
 
 /** What is wrong with a table that is not `current`, for a person, naming the table. */
