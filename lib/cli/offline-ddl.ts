@@ -2,7 +2,7 @@ import { DatabaseDialect } from '../dialects/database-dialect';
 import { MysqlDialect } from '../dialects/mysql/mysql.dialect';
 import { describeMysqlServer } from '../dialects/mysql/mysql-server';
 import { PostgresDialect } from '../dialects/postgres/postgres.dialect';
-import { sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl } from '../dialects/sqlite/sqlite-schema';
+import { sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl, sqliteOutboxV3Ddl } from '../dialects/sqlite/sqlite-schema';
 import { tableNameProblem } from '../options/table-names';
 import { CliUsageError } from './cli-usage.error';
 
@@ -46,7 +46,7 @@ export function offlineDdlSource(name: DialectName, options: { schema?: string; 
       return {
         name,
         description: 'SQLite 3.38 or later',
-        ddl: { outboxTableDdl: sqliteOutboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, outboxV3Ddl: () => [], inboxTableDdl: sqliteInboxTableDdl },
+        ddl: { outboxTableDdl: sqliteOutboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, outboxV3Ddl: sqliteOutboxV3Ddl, inboxTableDdl: sqliteInboxTableDdl },
         quoted,
       };
     case 'mysql':

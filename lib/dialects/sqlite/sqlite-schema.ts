@@ -116,6 +116,14 @@ export function sqliteOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
 }
 
 /**
+ * Schema version 3 of the outbox table: none here. The business-key unique constraint is part of
+ * the table, which only a rebuild changes, so version 3 is version 2 on SQLite.
+ */
+export function sqliteOutboxV3Ddl(): string[] {
+  return [];
+}
+
+/**
  * The archive of a table of `kind` (`retentionMode: 'archive'`): `request.table` names the
  * archived table (the archive's names derive from it), `request.quoted` the archive itself. Every
  * column of the table as it is at its latest schema version, without its unique keys (an id or a

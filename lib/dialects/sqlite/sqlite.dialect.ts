@@ -6,7 +6,7 @@ import { OutboxDialect } from '../outbox-dialect';
 import { SqliteConnection, sqliteConnectionOf } from './sqlite-connection';
 import { SqliteInboxDialect } from './sqlite-inbox.dialect';
 import { SqliteOutboxDialect } from './sqlite-outbox.dialect';
-import { sqliteArchiveTableDdl, sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl } from './sqlite-schema';
+import { sqliteArchiveTableDdl, sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl, sqliteOutboxV3Ddl } from './sqlite-schema';
 
 /** `->>` (JSON batches) came in 3.38; RETURNING, UPDATE FROM and upserts before it. */
 const MIN_VERSION = [3, 38];
@@ -49,8 +49,7 @@ export class SqliteDialect implements DatabaseDialect {
 
   outboxTableDdl = sqliteOutboxTableDdl;
   outboxV2Ddl = sqliteOutboxV2Ddl;
-  /** The business-key constraint is part of the table, which only a rebuild changes: version 3 is version 2 here. */
-  outboxV3Ddl = (): string[] => [];
+  outboxV3Ddl = sqliteOutboxV3Ddl;
   inboxTableDdl = sqliteInboxTableDdl;
   archiveTableDdl = sqliteArchiveTableDdl;
 }
