@@ -23,6 +23,13 @@ const NOTIFY_CHANNEL = 'nestjs_outbox';
  */
 const WITH_BIZ_KEYS = process.env.BENCH_DISPATCH_BIZ_KEYS !== 'none';
 
+/**
+ * `BENCH_DISPATCH_FILLFACTOR=50` seeds the backlog into pages that keep that share of their room
+ * free (the table's fillfactor), so that each claim and settle can put a row's new version on its
+ * own page (bench/results/page-room.md); by default the table keeps the library's setting.
+ */
+const FILLFACTOR = process.env.BENCH_DISPATCH_FILLFACTOR ? Number(process.env.BENCH_DISPATCH_FILLFACTOR) : undefined;
+
 /** The outbox table of a PostgreSQL schema, seeded with `generate_series`. */
 export class PostgresBacklog implements OutboxBacklog {
   readonly wakesDispatchers = true;
@@ -54,6 +61,7 @@ export class PostgresBacklog implements OutboxBacklog {
    * same commit. Resolves to `performance.now()` taken just before COMMIT was sent.
    */
   async seedParts(parts: BacklogPart[]): Promise<number> {
+    if (FILLFACTOR) await this.db.query(`ALTER TABLE ${this.table} SET (fillfactor = ${FILLFACTOR})`);
     await this.db.query('BEGIN');
     // The columns the library's insert writes, with what publish() would put there.
     for (const { transport, exchange, count } of parts) {
