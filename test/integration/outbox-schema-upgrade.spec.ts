@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration, MessageStatus, OUTBOX_MIGRATIONS } from '../../lib';
 import { CapturingOutboxTransport, OutboxTestKit } from '../../lib/testing';
 import { testDatabase } from '../support/database';
-import { runMigrations } from '../support/run-migrations';
+import { createAppOnExistingTables, runMigrations } from '../support/run-migrations';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
@@ -34,9 +34,9 @@ describe('Upgrading an outbox table of schema version 1', () => {
   it(
     'is refused at start-up without synchronize, saying how to migrate',
     async () => {
-      await expect(
-        createTestApp({ database, dataSource: { synchronize: false }, statics: { transport: CapturingOutboxTransport }, outbox: { dispatcherEnabled: false } }),
-      ).rejects.toThrow(/outbox table "outbox_message" \(tableName\) is of schema version 1 \(no column transport, destination\): .*OUTBOX_MIGRATIONS/);
+      await expect(createAppOnExistingTables(database, { dispatcherEnabled: false })).rejects.toThrow(
+        /outbox table "outbox_message" \(tableName\) is of schema version 1 \(no column transport, destination\): .*OUTBOX_MIGRATIONS/,
+      );
     },
     timeoutFor(STARTUP_TIMEOUT_MS),
   );
@@ -53,12 +53,7 @@ describe('Upgrading an outbox table of schema version 1', () => {
       for (const row of rows)
         expect(row).toMatchObject({ transport: 'default', destination: '', status: Object.keys(ids).find((status) => ids[status] === row.message_id) });
 
-      const app = await createTestApp({
-        database,
-        dataSource: { synchronize: false },
-        statics: { transport: CapturingOutboxTransport },
-        outbox: { pollIntervalMs: 60_000 },
-      });
+      const app = await createAppOnExistingTables(database, { pollIntervalMs: 60_000 });
       try {
         const kit = OutboxTestKit.from(app);
         await kit.flush();

@@ -14,7 +14,7 @@ import {
 } from '../../lib';
 import { CapturingOutboxTransport, OutboxTestKit } from '../../lib/testing';
 import { testDatabase } from '../support/database';
-import { runMigrations } from '../support/run-migrations';
+import { createAppOnExistingTables, runMigrations } from '../support/run-migrations';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
@@ -63,12 +63,7 @@ describe('Schema version 3 of the outbox table', () => {
     'version 2 still starts without synchronize; on PostgreSQL with a warning that names the upgrade',
     async () => {
       const warn = jest.spyOn(Logger.prototype, 'warn');
-      const app = await createTestApp({
-        database,
-        dataSource: { synchronize: false },
-        statics: { transport: CapturingOutboxTransport },
-        outbox: { dispatcherEnabled: false },
-      });
+      const app = await createAppOnExistingTables(database, { dispatcherEnabled: false });
       try {
         await app
           .get(DataSource)
@@ -98,12 +93,7 @@ describe('Schema version 3 of the outbox table', () => {
       }
       // The library on the upgraded table: a repeated business key is still one message, and
       // rows without one are as many as published.
-      const app = await createTestApp({
-        database,
-        dataSource: { synchronize: false },
-        statics: { transport: CapturingOutboxTransport },
-        outbox: { pollIntervalMs: 60_000 },
-      });
+      const app = await createAppOnExistingTables(database, { pollIntervalMs: 60_000 });
       try {
         const outbox = app.get(OutboxService);
         const inTransaction = <T>(work: (manager: EntityManager) => Promise<T>) => app.get(DataSource).transaction(work);
