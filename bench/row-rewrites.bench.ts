@@ -123,7 +123,12 @@ async function drain(dataSource: DataSource, backend: number, shape: Shape, outb
   );
   await sql(`VACUUM ANALYZE ${table}`);
   const before = await tableState(dataSource, table);
-  const cpu = () => statCpuMicros(`/proc/${backend}/stat`, false) ?? 0;
+  const cpu = () => {
+    const micros = statCpuMicros(`/proc/${backend}/stat`, false);
+    // A backend this machine cannot see (a remote server) would read as free: refuse instead.
+    if (micros === undefined) throw new Error(`row-rewrites reads the server backend's CPU from /proc/${backend}: run it on the database's machine`);
+    return micros;
+  };
   let claimCpu = 0;
   let settleCpu = 0;
   let settled = 0;

@@ -28,7 +28,16 @@ const WITH_BIZ_KEYS = process.env.BENCH_DISPATCH_BIZ_KEYS !== 'none';
  * free (the table's fillfactor), so that each claim and settle can put a row's new version on its
  * own page (bench/results/page-room.md); by default the table keeps the library's setting.
  */
-const FILLFACTOR = process.env.BENCH_DISPATCH_FILLFACTOR ? Number(process.env.BENCH_DISPATCH_FILLFACTOR) : undefined;
+const FILLFACTOR = readFillfactor(process.env.BENCH_DISPATCH_FILLFACTOR);
+
+/** PostgreSQL takes 10 to 100; anything else is refused here rather than silently left out of the run. */
+function readFillfactor(setting: string | undefined): number | undefined {
+  if (setting === undefined || setting === '') return undefined;
+  const value = Number(setting);
+  if (!Number.isInteger(value) || value < 10 || value > 100)
+    throw new Error(`BENCH_DISPATCH_FILLFACTOR must be an integer from 10 to 100, got ${JSON.stringify(setting)}`);
+  return value;
+}
 
 /** The outbox table of a PostgreSQL schema, seeded with `generate_series`. */
 export class PostgresBacklog implements OutboxBacklog {
@@ -61,7 +70,7 @@ export class PostgresBacklog implements OutboxBacklog {
    * same commit. Resolves to `performance.now()` taken just before COMMIT was sent.
    */
   async seedParts(parts: BacklogPart[]): Promise<number> {
-    if (FILLFACTOR) await this.db.query(`ALTER TABLE ${this.table} SET (fillfactor = ${FILLFACTOR})`);
+    if (FILLFACTOR !== undefined) await this.db.query(`ALTER TABLE ${this.table} SET (fillfactor = ${FILLFACTOR})`);
     await this.db.query('BEGIN');
     // The columns the library's insert writes, with what publish() would put there.
     for (const { transport, exchange, count } of parts) {
