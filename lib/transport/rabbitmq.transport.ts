@@ -32,6 +32,9 @@ interface MainChannel {
   opened?: ConfirmPublisher;
 }
 
+/** What a delivery's callback is given when the broker confirmed it (any other value is the error). */
+const SENT = Symbol('sent');
+
 /** Times a message is sent again after channels closed over other messages, before it is given back. */
 const MAX_RESENDS = 5;
 /** Message ids that closed a channel before and are sent alone until they go through. */
@@ -103,7 +106,8 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     }
     const epoch = link.epoch;
     const timeoutMs = this.options.sendTimeoutMs;
-    // One promise and one timer per send, without Promise.race: thousands of sends are in flight.
+    // One promise and one timer per send, and no other promise on the usual path: thousands of
+    // sends are in flight, and every promise is garbage to collect.
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         // Not the message's fault when the broker went away or blocked publishers meanwhile.
@@ -113,16 +117,11 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
             : new SendTimeoutError(message.messageId, timeoutMs),
         );
       }, timeoutMs);
-      this.deliver(link, message).then(
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
+      this.deliver(link, message, (error) => {
+        clearTimeout(timer);
+        if (error === SENT) resolve();
+        else reject(error);
+      });
     });
   }
 
@@ -134,13 +133,14 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     await Promise.all([main?.publisher.then((p) => p.close()).catch(() => undefined), this.isolation.close()]);
   }
 
-  private deliver(link: BrokerLink, message: OutgoingMessage): Promise<void> {
+  /** Sends `message` and calls `done` once: with `SENT` when the broker confirmed it, with the error otherwise. */
+  private deliver(link: BrokerLink, message: OutgoingMessage, done: (outcome: unknown) => void): void {
     let publication: AmqpPublication;
     try {
       publication = this.toPublication(message);
       this.assertEncodable(message, publication.options.headers);
     } catch (error) {
-      return Promise.reject(error);
+      return done(error);
     }
     // The usual case, without an async function's frame held per message until its confirm:
     // connected, the exchange known to exist, the main channel open, the message no suspect.
@@ -149,9 +149,19 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
       connection && this.exchanges.isKnown(connection, message.exchange) && !this.suspects.has(message.messageId)
         ? this.openPublisherOn(connection)
         : undefined;
-    if (!connection || !publisher) return this.deliverInRounds(link, message, publication);
-    return publisher.publish(publication).then((outcome) => {
-      if (!this.delivered(outcome, connection, message)) return this.deliverInRounds(link, message, publication, 1);
+    if (!connection || !publisher) {
+      this.deliverInRounds(link, message, publication).then(() => done(SENT), done);
+      return;
+    }
+    publisher.publishThen(publication, (outcome) => {
+      let delivered: boolean;
+      try {
+        delivered = this.delivered(outcome, connection, message);
+      } catch (error) {
+        return done(error);
+      }
+      if (delivered) done(SENT);
+      else this.deliverInRounds(link, message, publication, 1).then(() => done(SENT), done);
     });
   }
 
@@ -228,7 +238,8 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
       refuseLongShortString('type', message.type);
       if (message.exchange === '') refuseLineBreaks('routingKey', message.routingKey, 'queue');
       else refuseLineBreaks('exchange', message.exchange, 'exchange');
-      encodedHeaderTableSize(headers);
+      // The delivery headers alone are a few dozen bytes: only a message's own need measuring.
+      if (hasHeaders(message.headers)) encodedHeaderTableSize(headers);
     } catch (error) {
       throw this.unencodable(message, error);
     }
@@ -329,5 +340,13 @@ function refuseLongShortString(field: string, value: string): void {
 
 /** The message's own headers with the delivery headers (attempt number, publish time) over them. */
 function sentHeaders(message: OutgoingMessage): Record<string, unknown> {
-  return { ...message.headers, ...deliveryHeaders(message) };
+  const delivery = deliveryHeaders(message);
+  // Most messages have no headers of their own: one object per send instead of two.
+  return hasHeaders(message.headers) ? { ...message.headers, ...delivery } : delivery;
+}
+
+/** Whether `headers` has a field amqplib would encode: for…in, as amqplib iterates. */
+function hasHeaders(headers: object | null | undefined): boolean {
+  for (const _name in headers) return true;
+  return false;
 }

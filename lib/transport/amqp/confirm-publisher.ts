@@ -25,8 +25,15 @@ export type PublishOutcome =
 
 interface Pending {
   exchange: string;
-  settle(outcome: PublishOutcome): void;
+  settled(outcome: PublishOutcome): void;
 }
+
+/** The outcomes that carry nothing of their own, shared rather than built per message. */
+const CONFIRMED: PublishOutcome = Object.freeze({ kind: 'confirmed' });
+const RETURNED: PublishOutcome = Object.freeze({ kind: 'returned' });
+const NACKED: PublishOutcome = Object.freeze({ kind: 'nacked' });
+const CLOSED_INNOCENT: PublishOutcome = Object.freeze({ kind: 'closed', blame: 'innocent' });
+const CLOSED_NO_BLAME: PublishOutcome = Object.freeze({ kind: 'closed', blame: 'none' });
 
 /**
  * One confirm channel of the outbox's own, with every event amqplib can emit handled: a channel
@@ -80,37 +87,49 @@ export class ConfirmPublisher {
 
   /** Publishes and waits for the broker's confirm (or the channel's end). Never rejects. */
   publish(publication: AmqpPublication): Promise<PublishOutcome> {
-    // Not an async function: this runs per message, and most find the write buffer open.
-    if (this.drained) return this.drained.then(() => this.publishNow(publication));
-    return this.publishNow(publication);
+    return new Promise<PublishOutcome>((resolve) => this.publishThen(publication, resolve));
   }
 
-  private publishNow(publication: AmqpPublication): Promise<PublishOutcome> {
-    if (!this.usable) return Promise.resolve({ kind: 'closed', blame: 'innocent' });
-    return new Promise<PublishOutcome>((resolve) => {
-      const entry: Pending = {
-        exchange: publication.exchange,
-        settle: (outcome) => {
-          if (!this.pending.delete(entry)) return;
-          resolve(outcome);
-          if (this.retired && this.pending.size === 0) void this.close();
-        },
-      };
-      this.pending.add(entry);
-      let writable: boolean;
-      try {
-        writable = this.channel.publish(publication.exchange, publication.routingKey, publication.content, publication.options, (error) =>
-          entry.settle(this.outcome(publication, error)),
-        );
-      } catch (error) {
-        // Nothing was written, but amqplib had already queued this publication's confirm callback,
-        // so later confirms on this channel would be matched to the wrong publications.
-        this.retired = true;
-        entry.settle(this.closed || (error as Error).name === 'IllegalOperationError' ? { kind: 'closed', blame: 'innocent' } : { kind: 'unencodable', error });
-        return;
-      }
-      if (!writable) this.waitForDrain();
-    });
+  /**
+   * `publish` without a promise of its own: `settled` hears the outcome, once, never within this
+   * call. The dispatcher's path, where every promise per message is garbage and, under an
+   * AsyncLocalStorage, an async hook call too.
+   */
+  publishThen(publication: AmqpPublication, settled: (outcome: PublishOutcome) => void): void {
+    if (this.drained) {
+      void this.drained.then(() => this.publishNow(publication, settled));
+      return;
+    }
+    this.publishNow(publication, settled);
+  }
+
+  private publishNow(publication: AmqpPublication, settled: (outcome: PublishOutcome) => void): void {
+    if (!this.usable) {
+      queueMicrotask(() => settled(CLOSED_INNOCENT));
+      return;
+    }
+    const entry: Pending = { exchange: publication.exchange, settled };
+    this.pending.add(entry);
+    let writable: boolean;
+    try {
+      writable = this.channel.publish(publication.exchange, publication.routingKey, publication.content, publication.options, (error) =>
+        this.settle(entry, this.outcome(publication, error)),
+      );
+    } catch (error) {
+      // Nothing was written, but amqplib had already queued this publication's confirm callback,
+      // so later confirms on this channel would be matched to the wrong publications.
+      this.retired = true;
+      const outcome: PublishOutcome = this.closed || (error as Error).name === 'IllegalOperationError' ? CLOSED_INNOCENT : { kind: 'unencodable', error };
+      queueMicrotask(() => this.settle(entry, outcome));
+      return;
+    }
+    if (!writable) this.waitForDrain();
+  }
+
+  private settle(entry: Pending, outcome: PublishOutcome): void {
+    if (!this.pending.delete(entry)) return;
+    entry.settled(outcome);
+    if (this.retired && this.pending.size === 0) void this.close();
   }
 
   async close(): Promise<void> {
@@ -122,10 +141,10 @@ export class ConfirmPublisher {
 
   private outcome(publication: AmqpPublication, error: Error | null): PublishOutcome {
     const returned = this.returned.delete(publication.messageId);
-    if (!error) return returned ? { kind: 'returned' } : { kind: 'confirmed' };
-    if (error.message === 'message nacked') return { kind: 'nacked' };
+    if (!error) return returned ? RETURNED : CONFIRMED;
+    if (error.message === 'message nacked') return NACKED;
     const closeError = this.closeError;
-    if (!closeError) return { kind: 'closed', blame: 'none' };
+    if (!closeError) return CLOSED_NO_BLAME;
     if (!this.blamed) return { kind: 'closed', blame: 'suspect', error: closeError };
     return { kind: 'closed', blame: this.blamed.has(publication.exchange) ? 'culprit' : 'innocent', error: closeError };
   }
