@@ -6,6 +6,7 @@ import { Client } from 'pg';
 import { freshSchema } from '../test/support/database';
 import { POSTGRES_URL } from '../test/support/environment';
 import { createTestApp } from '../test/support/test-app';
+import { AllocationProfile } from './support/allocation-profile';
 import { BenchQueue } from './support/broker';
 import { CpuMeter, SERVER_COMMANDS } from './support/process-cpu';
 import { PostgresBacklog } from './support/postgres-backlog';
@@ -19,6 +20,13 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 /** A steady stream's claims (the latency section at 2,000 msg/s offered averaged 4–6 rows), a busier one's, a backlog's. */
 const BATCH_SIZES = (process.env.BENCH_CYCLE_BATCH_SIZES ?? '6,50,500').split(',').map(Number);
 const TRANSPORTS = ['RabbitMQ', 'none (test kit capturing transport)'] as const;
+/**
+ * `BENCH_CYCLE_ALLOCATIONS=/tmp/drain.heapprofile`: after the measured runs, one more drain with
+ * the RabbitMQ transport and the largest batch size under V8's sampling heap profiler, garbage
+ * included; the profile goes to the file, and the bytes per row and the call sites allocating
+ * most are printed. Apart from the runs, whose CPU figures the profiler would inflate.
+ */
+const ALLOCATIONS_FILE = process.env.BENCH_CYCLE_ALLOCATIONS;
 
 export interface DispatchCycleRow {
   batchSize: number;
@@ -90,6 +98,20 @@ export async function benchDispatchCycle(): Promise<DispatchCycleRow[]> {
         append(rates, key(variant), ROWS / (elapsed / 1000));
         if (databaseMicros !== undefined) append(databaseCpuPerRow, key(variant), databaseMicros / ROWS);
       }
+    }
+    if (ALLOCATIONS_FILE) {
+      const largest = variants.filter((v) => v.transport === 'RabbitMQ').sort((a, b) => b.batchSize - a.batchSize)[0];
+      await backlog.clear();
+      await backlog.seed(EXCHANGE, ROWS);
+      await vacuum.query(`VACUUM ANALYZE "${SCHEMA}".outbox_message`);
+      const profile = await AllocationProfile.start(ALLOCATIONS_FILE);
+      await largest.dispatcher.drain();
+      const { bytes, sites } = await profile.stop();
+      await queue.purge();
+      console.log(
+        `heap allocated per row, batch ${largest.batchSize}, RabbitMQ: ${Math.round(bytes / ROWS).toLocaleString('en-US')} B (profile: ${ALLOCATIONS_FILE})`,
+      );
+      for (const { site, bytes: siteBytes } of sites) console.log(`${String(Math.round(siteBytes / ROWS)).padStart(7)} B  ${site}`);
     }
     return variants.map((variant) => {
       const cpu = summarise(cpuPerRow.get(key(variant))!);
