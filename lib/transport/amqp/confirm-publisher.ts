@@ -93,7 +93,8 @@ export class ConfirmPublisher {
   /**
    * `publish` without a promise of its own: `settled` hears the outcome, once, never within this
    * call. The dispatcher's path, where every promise per message is garbage and, under an
-   * AsyncLocalStorage, an async hook call too.
+   * AsyncLocalStorage, an async hook call too. `settled` runs inside amqplib's event handlers (or
+   * a microtask), where a throw would be uncaught: it must not throw.
    */
   publishThen(publication: AmqpPublication, settled: (outcome: PublishOutcome) => void): void {
     if (this.drained) {
