@@ -25,6 +25,7 @@ import {
 import { brokerName } from '../support/broker-names';
 import { DatabaseKind, describeOn, TestDatabase, testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
+import { closeFailedStart } from '../support/failed-start';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { TestEffect, TestOrder } from '../support/test-entities';
 import { STARTUP_TIMEOUT_MS, timeoutFor, waitUntil } from '../support/wait';
@@ -329,8 +330,7 @@ async function startApp(
   try {
     await module.init();
   } catch (error) {
-    // Nest runs no shutdown hooks for an application whose initialisation failed.
-    await module.close().catch(() => undefined);
+    await closeFailedStart(module);
     throw error;
   }
   return module;

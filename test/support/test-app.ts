@@ -10,6 +10,7 @@ import { ClsModule } from 'nestjs-cls';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { OutboxModule, OutboxModuleOptionsInput, OutboxModuleStaticOptions, OutboxService } from '../../lib';
 import { TestDatabase, testDatabase } from './database';
+import { closeFailedStart } from './failed-start';
 import { AMQP_URL } from './environment';
 import { TestEffect, TestOrder } from './test-entities';
 
@@ -132,22 +133,26 @@ async function createApp(options: TestAppOptions, http: boolean): Promise<INestA
   // Compiled first and initialised separately, so that an application whose start-up checks
   // fail can still be closed (NestFactory would throw before handing it back).
   const levels = options.logger ?? ['error'];
+  // The application once it exists, so that one whose initialisation fails can be closed.
+  let started: INestApplicationContext | undefined;
   try {
     const module = await Test.createTestingModule({ imports: [TestAppModule] })
       .setLogger(new ConsoleLogger({ logLevels: levels === false ? [] : levels }))
       .compile();
     if (!http) {
+      started = module;
       await module.init();
       return module;
     }
     // As the README tells users to create it: the raw body kept for signatures and the inbox.
-    const app = module.createNestApplication({ rawBody: true });
+    const app = (started = module.createNestApplication({ rawBody: true }));
     await app.listen(0, '127.0.0.1');
     return app;
   } catch (error) {
-    // Nest runs no shutdown hooks for an application whose initialisation failed, and there is no
-    // application at all when a provider failed while being created (as start-up checks of the
-    // tables do): close its connections here, so none outlives the test.
+    // An initialisation that failed runs no shutdown hooks by itself; there is no application at
+    // all when a provider failed while being created (as start-up checks of the tables do): close
+    // its connections here, so none outlives the test.
+    if (started) await closeFailedStart(started).catch(() => undefined);
     if (dataSource?.isInitialized) await dataSource.destroy().catch(() => undefined);
     await rabbitConnection(options.rabbit?.name ?? connectionName)
       ?.managedConnection.close()
