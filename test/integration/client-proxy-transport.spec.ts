@@ -21,6 +21,7 @@ import { OutboxEnvelope } from '../../lib/transport/client-proxy/outbox-envelope
 import { OutgoingMessage } from '../../lib/transport/outbox-transport';
 import { brokerName } from '../support/broker-names';
 import { describeOn, testDatabase } from '../support/database';
+import { closeFailedStart } from '../support/failed-start';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestApp, OrderPayments } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -360,8 +361,7 @@ describeOn(['postgres'], 'ClientProxyOutboxTransport on real NATS and Redis serv
     }).compile();
     context.useLogger(false);
     const error = await context.init().catch((e: unknown) => e);
-    // close() rethrows the failed init's error; the client was never connected.
-    await context.close().catch(() => undefined);
+    await closeFailedStart(context);
     expect(error).toBeInstanceOf(OutboxOptionsError);
     expect((error as Error).message).toContain('"MISSING_EVENTS"');
   });

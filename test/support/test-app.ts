@@ -10,8 +10,8 @@ import { ClsModule } from 'nestjs-cls';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { OutboxModule, OutboxModuleOptionsInput, OutboxModuleStaticOptions, OutboxService } from '../../lib';
 import { TestDatabase, testDatabase } from './database';
-import { closeFailedStart } from './failed-start';
 import { AMQP_URL } from './environment';
+import { closeFailedStart } from './failed-start';
 import { TestEffect, TestOrder } from './test-entities';
 
 export { TestEffect, TestOrder };
@@ -133,7 +133,6 @@ async function createApp(options: TestAppOptions, http: boolean): Promise<INestA
   // Compiled first and initialised separately, so that an application whose start-up checks
   // fail can still be closed (NestFactory would throw before handing it back).
   const levels = options.logger ?? ['error'];
-  // The application once it exists, so that one whose initialisation fails can be closed.
   let started: INestApplicationContext | undefined;
   try {
     const module = await Test.createTestingModule({ imports: [TestAppModule] })
