@@ -4,7 +4,7 @@ import { DatabaseKind, TestDatabase, testDatabase } from '../test/support/databa
 import { benchDatabases, databaseLabel } from './support/bench-databases';
 import { BenchQueue, publishConfirmWindow } from './support/broker';
 import { openOutboxBacklog, OutboxBacklog } from './support/outbox-backlog';
-import { HandWrittenRelay } from './support/hand-written-relay';
+import { HandWrittenRelay, RelayClaims } from './support/hand-written-relay';
 import { CpuMeter, SERVER_COMMANDS } from './support/process-cpu';
 import { formatRate, summarise } from './support/stats';
 
@@ -51,7 +51,7 @@ interface Variant {
   /** Drains of this variant; `RUNS` unless given. */
   runs?: number;
   /** The hand-written relay (`support/hand-written-relay.ts`, in this process) instead of the library's dispatchers. */
-  handWritten?: boolean;
+  handWritten?: RelayClaims;
 }
 
 /** What is measured on one database. */
@@ -65,8 +65,16 @@ const HAND_WRITTEN: Variant = {
   name: 'hand-written relay on the same table (4 loops: claim 500 SKIP LOCKED, publish, await confirms, one UPDATE)',
   instances: 1,
   outbox: {},
-  handWritten: true,
+  handWritten: 'in-row',
 };
+/** On request (`BENCH_DISPATCH_RELAY_CLAIMS_TABLE=1`): what a claim that leaves the row alone would buy a relay. */
+const HAND_WRITTEN_CLAIMS_TABLE: Variant = {
+  name: 'hand-written relay, claims in a table of their own (the row untouched until DONE; not the library)',
+  instances: 1,
+  outbox: {},
+  handWritten: 'claims-table',
+};
+const RELAY_CLAIMS_TABLE = process.env.BENCH_DISPATCH_RELAY_CLAIMS_TABLE === '1';
 
 /**
  * PostgreSQL: defaults, defaults with an OpenTelemetry SDK recording metrics and traces, and two
@@ -91,7 +99,14 @@ function plans(): Partial<Record<DatabaseKind, DispatchPlan>> {
   return {
     postgres: {
       messages: Number(process.env.BENCH_DISPATCH_MESSAGES ?? 100_000),
-      variants: [DEFAULTS, HAND_WRITTEN, ...openTelemetry, ...tuned, { name: '2 instances, defaults', instances: 2, outbox: {} }],
+      variants: [
+        DEFAULTS,
+        HAND_WRITTEN,
+        ...(RELAY_CLAIMS_TABLE ? [HAND_WRITTEN_CLAIMS_TABLE] : []),
+        ...openTelemetry,
+        ...tuned,
+        { name: '2 instances, defaults', instances: 2, outbox: {} },
+      ],
     },
     mariadb: {
       messages: Number(process.env.BENCH_DISPATCH_MARIADB_MESSAGES ?? 15_000),
@@ -182,7 +197,7 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
       await baselineRun();
       let senders: Senders;
       if (variant.handWritten) {
-        relay = await HandWrittenRelay.start(database.name);
+        relay = await HandWrittenRelay.start(database.name, variant.handWritten);
         senders = { meter: () => ownCpu(), diagnostics: () => '' };
       } else {
         children = await startDispatchers(database, variant, index === 0);

@@ -13,6 +13,12 @@ const SCHEMA = 'bench_rewrites';
 const ROWS = Number(process.env.BENCH_REWRITES_ROWS ?? 40_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const BATCH = 500;
+/**
+ * Claims held before the oldest is settled: 1 claims and settles in turn; the library's 4 loops
+ * keep about 4 in flight, which a claim that leaves claimed rows in the claimable index (the
+ * claim-table shape) must pass over.
+ */
+const IN_FLIGHT = Number(process.env.BENCH_REWRITES_IN_FLIGHT ?? 1);
 /** How long the lease shape's claim holds a row: far beyond a run, so no claimed row is due again. */
 const LEASE_SECONDS = 600;
 
@@ -42,16 +48,27 @@ export interface RowRewritesRow {
 export async function benchRowRewrites(): Promise<RowRewritesRow[]> {
   await freshSchema(SCHEMA);
   const shapes: Shape[] = [
-    { name: "the library's table (outbox schema version 3)", table: 'outbox_message', fillfactor: null, lease: false },
-    { name: 'the same with fillfactor 50', table: 'outbox_room', fillfactor: 50, lease: false },
-    { name: 'fillfactor 50, a claim that changes no indexed column (lease; not the state machine)', table: 'outbox_lease', fillfactor: 50, lease: true },
+    { name: "the library's table (outbox schema version 3)", table: 'outbox_message', fillfactor: null, claim: 'status' },
+    { name: 'the same with fillfactor 50', table: 'outbox_room', fillfactor: 50, claim: 'status' },
+    { name: 'fillfactor 50, a claim that changes no indexed column (lease; not the state machine)', table: 'outbox_lease', fillfactor: 50, claim: 'lease' },
+    {
+      name: 'claims in a table of their own, the row untouched until its settle (not the state machine)',
+      table: 'outbox_claimed',
+      fillfactor: null,
+      claim: 'side-table',
+    },
   ];
   for (const shape of shapes) {
     // The library creates each table (synchronize) as it creates its default one.
     const maker = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false, notifyEnabled: false }, statics: { tableName: shape.table } });
     await maker.close();
     if (shape.fillfactor !== null) await sql(`ALTER TABLE "${SCHEMA}"."${shape.table}" SET (fillfactor = ${shape.fillfactor})`);
-    if (shape.lease) await sql(`DROP INDEX "${SCHEMA}"."IDX_${shape.table}_processing"`);
+    if (shape.claim !== 'status') await sql(`DROP INDEX "${SCHEMA}"."IDX_${shape.table}_processing"`);
+    if (shape.claim === 'side-table') {
+      // Only claimed rows, a few thousand at most: the stuck detector would read it whole.
+      await sql(`CREATE TABLE ${claimsTable(shape)} (
+        id bigint PRIMARY KEY, claim_token uuid NOT NULL, claimed_at timestamptz NOT NULL, claimed_by varchar(200))`);
+    }
   }
   const dataSource = new DataSource(testDatabase(SCHEMA, 'postgres').dataSourceOptions({ poolSize: 1, sessionName: 'bench-rewrites' }));
   await dataSource.initialize();
@@ -94,7 +111,12 @@ interface Shape {
   name: string;
   table: string;
   fillfactor: number | null;
-  lease: boolean;
+  /** What a claim writes: the row's status (the library), a lease on the row, or a row of a claims table. */
+  claim: 'status' | 'lease' | 'side-table';
+}
+
+function claimsTable(shape: Shape): string {
+  return `"${SCHEMA}"."${shape.table}_claims"`;
 }
 
 interface Measure {
@@ -111,6 +133,7 @@ interface Measure {
 async function drain(dataSource: DataSource, backend: number, shape: Shape, outbox: OutboxDialect): Promise<Measure> {
   const table = `"${SCHEMA}"."${shape.table}"`;
   await sql(`TRUNCATE ${table}`);
+  if (shape.claim === 'side-table') await sql(`TRUNCATE ${claimsTable(shape)}`);
   // Flushed before the seed, as a backlog written since the last checkpoint is: its pages are
   // logged whole once, by the inserts, not again by the claims.
   await sql('CHECKPOINT').catch(() => undefined);
@@ -132,22 +155,21 @@ async function drain(dataSource: DataSource, backend: number, shape: Shape, outb
   let claimCpu = 0;
   let settleCpu = 0;
   let settled = 0;
+  const held: { ids: string[]; token: string }[] = [];
+  const settleOldest = async () => {
+    const { ids, token } = held.shift()!;
+    const started = cpu();
+    settled += await settle(dataSource, shape, outbox, ids, token);
+    settleCpu += cpu() - started;
+  };
   for (;;) {
     const token = randomUUID();
-    let started = cpu();
-    const ids = shape.lease
-      ? await leaseClaim(dataSource, table, token)
-      : (await outbox.claim(dataSource, BATCH, token, 'bench-rewrites')).map((row) => row.id);
+    const started = cpu();
+    const ids = await claim(dataSource, shape, outbox, token);
     claimCpu += cpu() - started;
-    if (ids.length === 0) break;
-    started = cpu();
-    settled += shape.lease
-      ? await leaseSettle(dataSource, table, ids, token)
-      : await outbox.settleDone(
-          dataSource,
-          ids.map((id) => ({ id, claimToken: token })),
-        );
-    settleCpu += cpu() - started;
+    if (ids.length === 0 && held.length === 0) break;
+    if (ids.length > 0) held.push({ ids, token });
+    if (held.length >= IN_FLIGHT || ids.length === 0) await settleOldest();
   }
   if (settled !== ROWS) throw new Error(`${shape.name}: settled ${settled} of ${ROWS} rows`);
   const after = await tableState(dataSource, table);
@@ -160,6 +182,62 @@ async function drain(dataSource: DataSource, backend: number, shape: Shape, outb
     heapBefore: before.heapMiB,
     heapAfter: after.heapMiB,
   };
+}
+
+async function claim(dataSource: DataSource, shape: Shape, outbox: OutboxDialect, token: string): Promise<string[]> {
+  const table = `"${SCHEMA}"."${shape.table}"`;
+  if (shape.claim === 'lease') return leaseClaim(dataSource, table, token);
+  if (shape.claim === 'side-table') return sideTableClaim(dataSource, shape, token);
+  return (await outbox.claim(dataSource, BATCH, token, 'bench-rewrites')).map((row) => row.id);
+}
+
+async function settle(dataSource: DataSource, shape: Shape, outbox: OutboxDialect, ids: string[], token: string): Promise<number> {
+  const table = `"${SCHEMA}"."${shape.table}"`;
+  if (shape.claim === 'lease') return leaseSettle(dataSource, table, ids, token);
+  if (shape.claim === 'side-table') return sideTableSettle(dataSource, shape, ids, token);
+  return outbox.settleDone(
+    dataSource,
+    ids.map((id) => ({ id, claimToken: token })),
+  );
+}
+
+/**
+ * The library's claim, except that the rows stay as they are and the claim is a row of the claims
+ * table each: the rows are locked (SKIP LOCKED) while chosen, and a claim another connection
+ * committed meanwhile is a key conflict that drops the row from this one.
+ */
+async function sideTableClaim(dataSource: DataSource, shape: Shape, token: string): Promise<string[]> {
+  const table = `"${SCHEMA}"."${shape.table}"`;
+  const claims = claimsTable(shape);
+  const rows: { id: string }[] = await dataSource.query(
+    `WITH chosen AS MATERIALIZED (
+       SELECT c.id FROM ${table} AS c
+       WHERE c.transport = 'default' AND c.${CLAIMABLE_SQL} AND c.next_attempt_at <= now() AND ${orderingRule(table, '')}
+         AND NOT EXISTS (SELECT 1 FROM ${claims} AS k WHERE k.id = c.id)
+       ORDER BY c.id LIMIT $3
+       FOR UPDATE OF c SKIP LOCKED),
+     taken AS (
+       INSERT INTO ${claims} (id, claim_token, claimed_at, claimed_by) SELECT id, $1, now(), $2 FROM chosen
+       ON CONFLICT DO NOTHING RETURNING id)
+     SELECT t.id, message_id, message_type, exchange, routing_key, destination, payload::text AS payload,
+            headers::text AS headers, attempts, max_attempts, ordering_key,
+            floor(extract(epoch FROM created_at) * 1000)::float8 AS created_at_ms
+     FROM ${table} AS t JOIN taken USING (id)`,
+    [token, 'bench-rewrites', BATCH],
+  );
+  return rows.map((row) => String(row.id));
+}
+
+/** DONE, fenced by the claim's row: deleted under its token, and only the rows whose claim it deleted change. */
+async function sideTableSettle(dataSource: DataSource, shape: Shape, ids: string[], token: string): Promise<number> {
+  const [rows] = await dataSource.query(
+    `WITH released AS (DELETE FROM ${claimsTable(shape)} WHERE id = ANY($1::bigint[]) AND claim_token = $2 RETURNING id)
+     UPDATE "${SCHEMA}"."${shape.table}" SET status = 'DONE', processed_at = now(), last_error = NULL
+     WHERE id IN (SELECT id FROM released) AND ${CLAIMABLE_SQL}
+     RETURNING id`,
+    [ids, token],
+  );
+  return (rows as unknown[]).length;
 }
 
 /** The library's claim statement, except that the row stays PENDING under a lease instead of becoming PROCESSING. */
