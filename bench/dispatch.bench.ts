@@ -77,10 +77,11 @@ const HAND_WRITTEN_CLAIMS_TABLE: Variant = {
 const RELAY_CLAIMS_TABLE = process.env.BENCH_DISPATCH_RELAY_CLAIMS_TABLE === '1';
 
 /**
- * PostgreSQL: defaults, defaults with an OpenTelemetry SDK recording metrics and traces, and two
- * instances on a 100,000 backlog (`BENCH_DISPATCH_MESSAGES`), and the tuned row when asked for.
- * MariaDB: defaults on a smaller backlog (`BENCH_DISPATCH_MARIADB_MESSAGES`), to keep the whole
- * bench within its time budget.
+ * PostgreSQL: defaults, the hand-written relay, defaults with an OpenTelemetry SDK recording
+ * metrics and traces, and two instances on a 100,000 backlog (`BENCH_DISPATCH_MESSAGES`), and the
+ * tuned and claims-table rows when asked for. MariaDB: defaults and the hand-written relay on a
+ * smaller backlog (`BENCH_DISPATCH_MARIADB_MESSAGES`), to keep the whole bench within its time
+ * budget.
  */
 function plans(): Partial<Record<DatabaseKind, DispatchPlan>> {
   const tuned: Variant[] = TUNED
@@ -110,7 +111,7 @@ function plans(): Partial<Record<DatabaseKind, DispatchPlan>> {
     },
     mariadb: {
       messages: Number(process.env.BENCH_DISPATCH_MARIADB_MESSAGES ?? 15_000),
-      variants: [DEFAULTS],
+      variants: [DEFAULTS, HAND_WRITTEN],
     },
   };
 }
@@ -197,7 +198,7 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
       await baselineRun();
       let senders: Senders;
       if (variant.handWritten) {
-        relay = await HandWrittenRelay.start(database.name, variant.handWritten);
+        relay = await HandWrittenRelay.start(database, variant.handWritten);
         senders = { meter: () => ownCpu(), diagnostics: () => '' };
       } else {
         children = await startDispatchers(database, variant, index === 0);
