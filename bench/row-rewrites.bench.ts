@@ -55,7 +55,7 @@ export async function benchRowRewrites(): Promise<RowRewritesRow[]> {
       name: 'claims in a table of their own, the row untouched until its settle (not the state machine)',
       table: 'outbox_claimed',
       fillfactor: null,
-      claim: 'side-table',
+      claim: 'claims-table',
     },
   ];
   for (const shape of shapes) {
@@ -64,7 +64,7 @@ export async function benchRowRewrites(): Promise<RowRewritesRow[]> {
     await maker.close();
     if (shape.fillfactor !== null) await sql(`ALTER TABLE "${SCHEMA}"."${shape.table}" SET (fillfactor = ${shape.fillfactor})`);
     if (shape.claim !== 'status') await sql(`DROP INDEX "${SCHEMA}"."IDX_${shape.table}_processing"`);
-    if (shape.claim === 'side-table') {
+    if (shape.claim === 'claims-table') {
       // Only claimed rows, a few thousand at most: the stuck detector would read it whole.
       await sql(`CREATE TABLE ${claimsTable(shape)} (
         id bigint PRIMARY KEY, claim_token uuid NOT NULL, claimed_at timestamptz NOT NULL, claimed_by varchar(200))`);
@@ -112,7 +112,7 @@ interface Shape {
   table: string;
   fillfactor: number | null;
   /** What a claim writes: the row's status (the library), a lease on the row, or a row of a claims table. */
-  claim: 'status' | 'lease' | 'side-table';
+  claim: 'status' | 'lease' | 'claims-table';
 }
 
 function claimsTable(shape: Shape): string {
@@ -133,7 +133,7 @@ interface Measure {
 async function drain(dataSource: DataSource, backend: number, shape: Shape, outbox: OutboxDialect): Promise<Measure> {
   const table = `"${SCHEMA}"."${shape.table}"`;
   await sql(`TRUNCATE ${table}`);
-  if (shape.claim === 'side-table') await sql(`TRUNCATE ${claimsTable(shape)}`);
+  if (shape.claim === 'claims-table') await sql(`TRUNCATE ${claimsTable(shape)}`);
   // Flushed before the seed, as a backlog written since the last checkpoint is: its pages are
   // logged whole once, by the inserts, not again by the claims.
   await sql('CHECKPOINT').catch(() => undefined);
@@ -187,14 +187,14 @@ async function drain(dataSource: DataSource, backend: number, shape: Shape, outb
 async function claim(dataSource: DataSource, shape: Shape, outbox: OutboxDialect, token: string): Promise<string[]> {
   const table = `"${SCHEMA}"."${shape.table}"`;
   if (shape.claim === 'lease') return leaseClaim(dataSource, table, token);
-  if (shape.claim === 'side-table') return sideTableClaim(dataSource, shape, token);
+  if (shape.claim === 'claims-table') return claimsTableClaim(dataSource, shape, token);
   return (await outbox.claim(dataSource, BATCH, token, 'bench-rewrites')).map((row) => row.id);
 }
 
 async function settle(dataSource: DataSource, shape: Shape, outbox: OutboxDialect, ids: string[], token: string): Promise<number> {
   const table = `"${SCHEMA}"."${shape.table}"`;
   if (shape.claim === 'lease') return leaseSettle(dataSource, table, ids, token);
-  if (shape.claim === 'side-table') return sideTableSettle(dataSource, shape, ids, token);
+  if (shape.claim === 'claims-table') return claimsTableSettle(dataSource, shape, ids, token);
   return outbox.settleDone(
     dataSource,
     ids.map((id) => ({ id, claimToken: token })),
@@ -206,7 +206,7 @@ async function settle(dataSource: DataSource, shape: Shape, outbox: OutboxDialec
  * table each: the rows are locked (SKIP LOCKED) while chosen, and a claim another connection
  * committed meanwhile is a key conflict that drops the row from this one.
  */
-async function sideTableClaim(dataSource: DataSource, shape: Shape, token: string): Promise<string[]> {
+async function claimsTableClaim(dataSource: DataSource, shape: Shape, token: string): Promise<string[]> {
   const table = `"${SCHEMA}"."${shape.table}"`;
   const claims = claimsTable(shape);
   const rows: { id: string }[] = await dataSource.query(
@@ -228,12 +228,20 @@ async function sideTableClaim(dataSource: DataSource, shape: Shape, token: strin
   return rows.map((row) => String(row.id));
 }
 
-/** DONE, fenced by the claim's row: deleted under its token, and only the rows whose claim it deleted change. */
-async function sideTableSettle(dataSource: DataSource, shape: Shape, ids: string[], token: string): Promise<number> {
+/**
+ * DONE, fenced by the claim's row: only rows whose claim is under `token` change, and then their
+ * claims are deleted. The rows first, as a relay with several loops must (see
+ * `support/relay-stores.ts`): deleting the claims first deadlocks with a claim that chose a row
+ * under an older snapshot.
+ */
+async function claimsTableSettle(dataSource: DataSource, shape: Shape, ids: string[], token: string): Promise<number> {
+  const claims = claimsTable(shape);
   const [rows] = await dataSource.query(
-    `WITH released AS (DELETE FROM ${claimsTable(shape)} WHERE id = ANY($1::bigint[]) AND claim_token = $2 RETURNING id)
-     UPDATE "${SCHEMA}"."${shape.table}" SET status = 'DONE', processed_at = now(), last_error = NULL
-     WHERE id IN (SELECT id FROM released) AND ${CLAIMABLE_SQL}
+    `WITH done AS (
+       UPDATE "${SCHEMA}"."${shape.table}" AS t SET status = 'DONE', processed_at = now(), last_error = NULL
+       FROM ${claims} AS k WHERE k.id = t.id AND k.claim_token = $2 AND t.id = ANY($1::bigint[]) AND t.${CLAIMABLE_SQL}
+       RETURNING t.id)
+     DELETE FROM ${claims} WHERE id IN (SELECT id FROM done)
      RETURNING id`,
     [ids, token],
   );
