@@ -62,7 +62,7 @@ export async function benchRowRewrites(): Promise<RowRewritesRow[]> {
     // The library creates each table (synchronize) as it creates its default one.
     const maker = await createTestApp({ schema: SCHEMA, outbox: { dispatcherEnabled: false, notifyEnabled: false }, statics: { tableName: shape.table } });
     await maker.close();
-    if (shape.fillfactor !== null) await sql(`ALTER TABLE "${SCHEMA}"."${shape.table}" SET (fillfactor = ${shape.fillfactor})`);
+    if (shape.fillfactor !== null) await sql(`ALTER TABLE ${quotedTable(shape)} SET (fillfactor = ${shape.fillfactor})`);
     if (shape.claim !== 'status') await sql(`DROP INDEX "${SCHEMA}"."IDX_${shape.table}_processing"`);
     if (shape.claim === 'claims-table') {
       // Only claimed rows, a few thousand at most: the stuck detector would read it whole.
@@ -115,6 +115,12 @@ interface Shape {
   claim: 'status' | 'lease' | 'claims-table';
 }
 
+/** The shape's outbox table, qualified and quoted. */
+function quotedTable(shape: Shape): string {
+  return `"${SCHEMA}"."${shape.table}"`;
+}
+
+/** The claims table of the claims-table shape. */
 function claimsTable(shape: Shape): string {
   return `"${SCHEMA}"."${shape.table}_claims"`;
 }
@@ -131,7 +137,7 @@ interface Measure {
 
 /** Seeds the backlog afresh and claims and settles all of it, 500 rows at a time. */
 async function drain(dataSource: DataSource, backend: number, shape: Shape, outbox: OutboxDialect): Promise<Measure> {
-  const table = `"${SCHEMA}"."${shape.table}"`;
+  const table = quotedTable(shape);
   await sql(`TRUNCATE ${table}`);
   if (shape.claim === 'claims-table') await sql(`TRUNCATE ${claimsTable(shape)}`);
   // Flushed before the seed, as a backlog written since the last checkpoint is: its pages are
@@ -185,14 +191,14 @@ async function drain(dataSource: DataSource, backend: number, shape: Shape, outb
 }
 
 async function claim(dataSource: DataSource, shape: Shape, outbox: OutboxDialect, token: string): Promise<string[]> {
-  const table = `"${SCHEMA}"."${shape.table}"`;
+  const table = quotedTable(shape);
   if (shape.claim === 'lease') return leaseClaim(dataSource, table, token);
   if (shape.claim === 'claims-table') return claimsTableClaim(dataSource, shape, token);
   return (await outbox.claim(dataSource, BATCH, token, 'bench-rewrites')).map((row) => row.id);
 }
 
 async function settle(dataSource: DataSource, shape: Shape, outbox: OutboxDialect, ids: string[], token: string): Promise<number> {
-  const table = `"${SCHEMA}"."${shape.table}"`;
+  const table = quotedTable(shape);
   if (shape.claim === 'lease') return leaseSettle(dataSource, table, ids, token);
   if (shape.claim === 'claims-table') return claimsTableSettle(dataSource, shape, ids, token);
   return outbox.settleDone(
@@ -207,7 +213,7 @@ async function settle(dataSource: DataSource, shape: Shape, outbox: OutboxDialec
  * committed meanwhile is a key conflict that drops the row from this one.
  */
 async function claimsTableClaim(dataSource: DataSource, shape: Shape, token: string): Promise<string[]> {
-  const table = `"${SCHEMA}"."${shape.table}"`;
+  const table = quotedTable(shape);
   const claims = claimsTable(shape);
   const rows: { id: string }[] = await dataSource.query(
     `WITH chosen AS MATERIALIZED (
@@ -238,7 +244,7 @@ async function claimsTableSettle(dataSource: DataSource, shape: Shape, ids: stri
   const claims = claimsTable(shape);
   const [rows] = await dataSource.query(
     `WITH done AS (
-       UPDATE "${SCHEMA}"."${shape.table}" AS t SET status = 'DONE', processed_at = now(), last_error = NULL
+       UPDATE ${quotedTable(shape)} AS t SET status = 'DONE', processed_at = now(), last_error = NULL
        FROM ${claims} AS k WHERE k.id = t.id AND k.claim_token = $2 AND t.id = ANY($1::bigint[]) AND t.${CLAIMABLE_SQL}
        RETURNING t.id)
      DELETE FROM ${claims} WHERE id IN (SELECT id FROM done)
