@@ -48,7 +48,8 @@ export interface TestDatabase {
 /** From process.env.TEST_DATABASE (set per jest project); default 'postgres'. */
 export const DATABASE_KIND: DatabaseKind = readDatabaseKind(process.env.TEST_DATABASE);
 
-export function testDatabase(name: string, kind: DatabaseKind = DATABASE_KIND): TestDatabase {
+export function testDatabase(unprefixed: string, kind: DatabaseKind = DATABASE_KIND): TestDatabase {
+  const name = namespaced(unprefixed);
   switch (kind) {
     case 'postgres':
       return new PostgresTestDatabase(name);
@@ -67,6 +68,15 @@ export function testDatabase(name: string, kind: DatabaseKind = DATABASE_KIND): 
 export function describeOn(kinds: DatabaseKind[], title: string, body: () => void): void {
   if (kinds.includes(DATABASE_KIND)) describe(title, body);
   else describe.skip(`${title} [skipped on ${DATABASE_KIND}]`, body);
+}
+
+/**
+ * The test file's namespace with `TEST_NAMESPACE_PREFIX` in front (once: a child process is handed
+ * the already-prefixed name), so two checkouts can run their suites on one server at once.
+ */
+function namespaced(name: string): string {
+  const prefix = process.env.TEST_NAMESPACE_PREFIX ?? '';
+  return name.startsWith(prefix) ? name : `${prefix}${name}`;
 }
 
 function readDatabaseKind(value: string | undefined): DatabaseKind {
