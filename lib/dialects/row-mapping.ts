@@ -2,6 +2,7 @@ import { ExpiredClaim, ParkedKey } from '../engine/state-table';
 import { StatusSummary } from '../engine/status-summary';
 import { ClaimedInboxMessage } from './inbox-dialect';
 import { ClaimedMessage, OutboxMessageState } from './outbox-dialect';
+import { attemptsColumn, jsonObjectColumn, maxAttemptsColumn, optionalTextColumn, textColumn, timeColumn } from './unreadable-row';
 
 /*
  * Rows turned into the objects the engine works with, written once for all dialects. Only what
@@ -15,19 +16,23 @@ type SelectedRow = Record<string, any>;
 /** What a claimed row of either table carries: the message as the transport sends it or a handler gets it. */
 type ClaimedFields = Omit<ClaimedMessage, 'transport' | 'destination' | 'createdAt'>;
 
+/**
+ * Every column checked as it is read: a value the library never writes throws an
+ * `UnreadableRowError` naming the column, which sets that row aside (see `readClaimedRows`).
+ */
 function claimedFields(row: SelectedRow, id: string, claimToken: string): ClaimedFields {
   return {
     id,
     claimToken,
-    attempts: row.attempts,
-    maxAttempts: row.max_attempts,
-    orderingKey: row.ordering_key,
-    messageId: row.message_id,
-    type: row.message_type,
-    exchange: row.exchange,
-    routingKey: row.routing_key,
-    payload: row.payload,
-    headers: JSON.parse(row.headers) as Record<string, unknown>,
+    attempts: attemptsColumn(row, 'attempts'),
+    maxAttempts: maxAttemptsColumn(row, 'max_attempts'),
+    orderingKey: optionalTextColumn(row, 'ordering_key'),
+    messageId: textColumn(row, 'message_id'),
+    type: textColumn(row, 'message_type'),
+    exchange: textColumn(row, 'exchange'),
+    routingKey: textColumn(row, 'routing_key'),
+    payload: textColumn(row, 'payload'),
+    headers: jsonObjectColumn(row, 'headers'),
   };
 }
 
@@ -46,15 +51,15 @@ export function toClaimedMessage(
   converted: Pick<ClaimedMessage, 'id' | 'createdAt'> & Partial<Pick<ClaimedMessage, 'claimToken' | 'transport'>>,
 ): ClaimedMessage {
   const message = claimedFields(row, converted.id, converted.claimToken ?? row.claim_token) as ClaimedMessage;
-  message.transport = converted.transport ?? row.transport;
-  message.destination = row.destination;
-  message.createdAt = converted.createdAt;
+  message.transport = converted.transport ?? textColumn(row, 'transport');
+  message.destination = textColumn(row, 'destination');
+  message.createdAt = timeColumn(converted.createdAt, 'created_at');
   return message;
 }
 
 export function toClaimedInboxMessage(row: SelectedRow, converted: Pick<ClaimedInboxMessage, 'id'>): ClaimedInboxMessage {
   const message = claimedFields(row, converted.id, row.claim_token) as ClaimedInboxMessage;
-  message.consumer = row.consumer;
+  message.consumer = textColumn(row, 'consumer');
   return message;
 }
 

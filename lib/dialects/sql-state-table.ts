@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import {
   ArchiveTable,
@@ -25,6 +26,8 @@ import { toExpiredClaim, toParkedKey, toStatusSummary } from './row-mapping';
 import { SqlTarget } from './sql-executor';
 import { ABANDONABLE_SQL, CLAIMABLE_SQL, FINISHED_SQL, REQUEUABLE_SQL, statusSummarySql } from './status-sql';
 import { ClaimBatchNames, PerClaimValue, StateTableFlavour } from './state-table-flavour';
+import { readClaimedRows, UnreadableClaim } from './unreadable-row';
+import { describeError } from '../retry/error-classifier';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 
@@ -51,6 +54,9 @@ export abstract class SqlStateTable implements StateTable {
     protected readonly flavour: StateTableFlavour,
   ) {}
 
+  /** Reports rows a claim took and could not read; each is reported once, as it is set aside. */
+  private readonly logger = new Logger('OutboxClaim');
+
   abstract archiveFinished(dataSource: DataSource, archive: ArchiveTable, olderThanMs: number, limit: number): Promise<number>;
 
   async settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number> {
@@ -72,6 +78,45 @@ export abstract class SqlStateTable implements StateTable {
       ({ column, value }) =>
         `status = ${value('status')}, attempts = ${column('attempts')} + 1, last_error = ${value('error')},
            next_attempt_at = ${this.flavour.nowPlus(value('delay_ms'))},
+           claim_token = NULL, claimed_at = NULL, claimed_by = NULL`,
+    );
+  }
+
+  /**
+   * Reads the rows a claim under `claimToken` took, each with `read`. A row that cannot be read
+   * (see `UnreadableRowError`) fails alone: it is settled MANUAL_REQUIRED at once with the reason,
+   * so it is neither given back to be claimed again every poll nor charged for the rest of its
+   * batch, and the other rows are returned to be sent. Should that settle fail, the row stays
+   * claimed until the stuck detector reclaims it.
+   */
+  protected async readClaim<T>(dataSource: DataSource, rows: Record<string, any>[], claimToken: string, read: (row: Record<string, any>) => T): Promise<T[]> {
+    const { readable, unreadable } = readClaimedRows(rows, claimToken, read);
+    if (unreadable.length === 0) return readable;
+    try {
+      await this.settleUnreadable(dataSource, unreadable);
+      for (const row of unreadable) {
+        this.logger.error(`${this.label} row ${row.id} (message ${row.messageId ?? 'unknown'}) cannot be read and is now MANUAL_REQUIRED: ${row.reason}`);
+      }
+    } catch (error) {
+      this.logger.error(
+        `Could not set aside ${unreadable.length} ${this.label} row(s) that cannot be read; the stuck detector will reclaim them: ${describeError(error, 500)}`,
+      );
+    }
+    return readable;
+  }
+
+  /**
+   * Unreadable rows become MANUAL_REQUIRED with their reason, fenced by their claim. No attempt
+   * is counted: none was made, and the count itself may be what cannot be read.
+   */
+  private async settleUnreadable(dataSource: DataSource, rows: UnreadableClaim[]): Promise<number> {
+    const values: PerClaimValue<UnreadableClaim>[] = [{ name: 'error', type: 'text', of: (row) => row.reason }];
+    return this.updateClaims(
+      dataSource,
+      rows,
+      values,
+      ({ value }) =>
+        `status = '${MANUAL_REQUIRED}', last_error = ${value('error')}, next_attempt_at = ${this.flavour.now},
            claim_token = NULL, claimed_at = NULL, claimed_by = NULL`,
     );
   }

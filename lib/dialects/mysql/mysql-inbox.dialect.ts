@@ -148,7 +148,8 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     if (consumers.length === 0) return [];
     const target = { ...this.claimTarget, filter: { sql: 'c.consumer IN (?)', params: [consumers] } };
     const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
-    return rows.map((r) => toClaimedInboxMessage(r, { id: r.id })).sort((a, b) => compareIds(a.id, b.id));
+    const claimed = await this.readClaim(dataSource, rows, claimToken, (r) => toClaimedInboxMessage(r, { id: r.id }));
+    return claimed.sort((a, b) => compareIds(a.id, b.id));
   }
 
   /**

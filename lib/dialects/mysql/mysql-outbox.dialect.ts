@@ -67,7 +67,8 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
   async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport = DEFAULT_TRANSPORT_NAME): Promise<ClaimedMessage[]> {
     const target = outboxLaneClaimTarget(this.indexed, transport);
     const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
-    return rows.map((r) => toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)! })).sort((a, b) => compareIds(a.id, b.id));
+    const claimed = await this.readClaim(dataSource, rows, claimToken, (r) => toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)! }));
+    return claimed.sort((a, b) => compareIds(a.id, b.id));
   }
 
   async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {

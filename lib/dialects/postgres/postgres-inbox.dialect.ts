@@ -116,6 +116,7 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
                  headers::text AS headers, attempts, max_attempts, ordering_key`,
       [claimToken, claimedBy, limit, consumers],
     );
-    return result.records.map((r) => toClaimedInboxMessage(r, { id: r.id })).sort((a, b) => compareIds(a.id, b.id));
+    const claimed = await this.readClaim(dataSource, result.records, claimToken, (r) => toClaimedInboxMessage(r, { id: r.id }));
+    return claimed.sort((a, b) => compareIds(a.id, b.id));
   }
 }

@@ -97,9 +97,10 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     // Per row, only what differs between rows: the claim token and the transport are the claim's,
     // and the creation time comes as epoch milliseconds, which the driver reads as a number
     // instead of parsing a timestamp text into a Date (docs/performance.md).
-    return result.records
-      .map((r) => toClaimedMessage(r, { id: r.id, createdAt: new Date(Number(r.created_at_ms)), claimToken, transport }))
-      .sort((a, b) => compareIds(a.id, b.id));
+    const claimed = await this.readClaim(dataSource, result.records, claimToken, (r) =>
+      toClaimedMessage(r, { id: r.id, createdAt: new Date(Number(r.created_at_ms)), claimToken, transport }),
+    );
+    return claimed.sort((a, b) => compareIds(a.id, b.id));
   }
 
   async cancel(manager: EntityManager, bizKey: string, type: string | undefined, insertedClaimed: string[] = []): Promise<number> {

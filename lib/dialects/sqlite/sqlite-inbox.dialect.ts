@@ -126,6 +126,6 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
       claimToken,
       claimedBy,
     );
-    return rows.map((r) => toClaimedInboxMessage(r, { id: String(r.id) }));
+    return this.readClaim(dataSource, rows, claimToken, (r) => toClaimedInboxMessage(r, { id: String(r.id) }));
   }
 }

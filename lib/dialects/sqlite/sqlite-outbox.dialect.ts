@@ -63,7 +63,7 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
       claimToken,
       claimedBy,
     );
-    return rows.map((r) => toClaimedMessage(r, { id: String(r.id), createdAt: fromSqliteTime(r.created_at) }));
+    return this.readClaim(dataSource, rows, claimToken, (r) => toClaimedMessage(r, { id: String(r.id), createdAt: fromSqliteTime(r.created_at) }));
   }
 
   async cancel(manager: EntityManager, bizKey: string, type: string | undefined): Promise<number> {
