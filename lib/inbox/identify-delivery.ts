@@ -37,8 +37,12 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
     );
   }
 
-  const bizKey = rejections.length === 0 ? extractKey('bizKey', handler.bizKey, payload, message, rejections) : null;
-  const orderingKey = rejections.length === 0 ? extractKey('orderingKey', handler.orderingKey, payload, message, rejections) : null;
+  // Extractors run only on a body that is fine: a malformed one never reaches them.
+  const bodyFine = rejections.length === 0;
+  const bizKey = bodyFine ? extractKey('bizKey', handler.bizKey, payload, message, rejections) : null;
+  // Extracted even when the delivery is rejected for its identity: its row keeps the key, so the
+  // key is parked behind it rather than later deliveries running ahead of it.
+  const orderingKey = bodyFine ? extractKey('orderingKey', handler.orderingKey, payload, message, rejections) : null;
   const type = typeof properties.type === 'string' ? properties.type : '';
   const wireId = typeof properties.messageId === 'string' && properties.messageId.length > 0 ? properties.messageId : null;
   let messageId = wireId;
@@ -78,7 +82,7 @@ export function identifyDelivery(handler: InboxHandlerDefinition, payload: unkno
       messageId: rejected && (!messageId || unstorable.has('messageId')) ? `rejected:${randomUUID()}` : messageId!,
       type: unstorable.has('type') ? storableText(type).slice(0, KEY_MAX) : type,
       bizKey: rejected ? null : bizKey,
-      orderingKey: rejected ? null : orderingKey,
+      orderingKey: unstorable.has('orderingKey') ? null : orderingKey,
       // Not part of the identity: kept as storable text, the delivery is processed all the same.
       exchange: storableText(message.fields?.exchange ?? '').slice(0, KEY_MAX),
       routingKey: storableText(message.fields?.routingKey ?? '').slice(0, KEY_MAX),

@@ -43,6 +43,25 @@ describe('identifyDelivery', () => {
     expect(hashed.row.messageId).toMatch(/^sha256:[0-9a-f]{64}$/);
   });
 
+  it('keeps the ordering key of a delivery rejected for its identity, so the key waits behind it', () => {
+    const ordered = { ...handler, mode: 'deferred' as const, orderingKey: (p: { account: string }) => p.account };
+    const noId = identifyDelivery(ordered, { account: 'acct-1' }, message('{"account":"acct-1"}'), 1_000);
+    expect(noId.rejection).toMatch(/no messageId/);
+    expect(noId.row).toMatchObject({ messageId: expect.stringMatching(/^rejected:/), orderingKey: 'acct-1' });
+    const throwingBizKey = {
+      ...ordered,
+      bizKey: () => {
+        throw new Error('no order id');
+      },
+    };
+    expect(identifyDelivery(throwingBizKey, { account: 'acct-1' }, message('{}', { messageId: 'm-3' }), 1_000).row.orderingKey).toBe('acct-1');
+    // A key the inbox cannot store, or a body no key can be read from, leaves none.
+    expect(identifyDelivery(ordered, { account: 'k'.repeat(256) }, message('{}', { messageId: 'm-4' }), 1_000).row.orderingKey).toBeNull();
+    expect(
+      identifyDelivery(ordered, new MalformedBody('the body is not valid JSON'), message('{oops', { messageId: 'm-5' }), 1_000).row.orderingKey,
+    ).toBeNull();
+  });
+
   it('rejects a malformed body but keeps it for an operator', () => {
     const { row, rejection } = identifyDelivery(handler, new MalformedBody('the body is not valid JSON'), message('{oops', { messageId: 'm-2' }), 1_000);
     expect(rejection).toMatch(/not valid JSON/);
