@@ -19,8 +19,13 @@ export function deliveryKey(consumer: string, message: ConsumeMessage): string {
 /**
  * The forms to record a delivery in when its own row cannot be recorded, most complete first:
  * its row as identified, with a key of its own and every text made printable (escaped, cut to
- * the column); then without body and headers, should those be what the database refuses.
- * Whichever is stored is MANUAL_REQUIRED: `note` says what the row lacks.
+ * the column); then without body and headers, should those be what the database refuses; then,
+ * for a delivery with an ordering key, without that key too. Whichever is stored is
+ * MANUAL_REQUIRED: `note` says what the row lacks.
+ *
+ * The ordering key is kept while the database takes it (identification let only storable keys
+ * through): a MANUAL_REQUIRED row of the key parks it, so later deliveries of the key wait for an
+ * operator instead of running ahead of this one.
  */
 export function reducedForms(row: InboxRow, message: ConsumeMessage): { row: InboxRow; note: string }[] {
   const identity = `received as messageId "${printable(message.properties?.messageId)}", type "${printable(message.properties?.type)}"`;
@@ -29,7 +34,7 @@ export function reducedForms(row: InboxRow, message: ConsumeMessage): { row: Inb
     messageId: `unrecordable:${randomUUID()}`,
     type: printable(row.type, KEY_MAX).slice(0, KEY_MAX),
     bizKey: null,
-    orderingKey: null,
+    orderingKey: row.orderingKey,
     exchange: printable(message.fields?.exchange ?? '', KEY_MAX).slice(0, KEY_MAX),
     routingKey: printable(message.fields?.routingKey ?? '', KEY_MAX).slice(0, KEY_MAX),
     payload: row.payload,
@@ -37,11 +42,17 @@ export function reducedForms(row: InboxRow, message: ConsumeMessage): { row: Inb
     maxAttempts: row.maxAttempts,
   };
   const body = message.content ?? Buffer.alloc(0);
-  return [
+  const withoutBody = `without its body (${body.length} bytes, sha256 ${bodyHash(message)}) and headers, which could not be stored either; the dead-lettered message has them`;
+  const forms = [
     { row: reduced, note: `recorded in a reduced form (${identity})` },
+    { row: { ...reduced, payload: '', headers: '{}' }, note: `recorded in a reduced form ${withoutBody} (${identity})` },
+  ];
+  if (row.orderingKey === null) return forms;
+  return [
+    ...forms,
     {
-      row: { ...reduced, payload: '', headers: '{}' },
-      note: `recorded in a reduced form without its body (${body.length} bytes, sha256 ${bodyHash(message)}) and headers, which could not be stored either; the dead-lettered message has them (${identity})`,
+      row: { ...reduced, payload: '', headers: '{}', orderingKey: null },
+      note: `recorded in a reduced form ${withoutBody}, and without its ordering key "${printable(row.orderingKey)}", which could not be stored either: later messages of that key are not held back behind it (${identity})`,
     },
   ];
 }
