@@ -12,8 +12,8 @@ const CONTROL_WORDS = new Set(['begin', 'start', 'commit', 'end', 'rollback', 'a
  * linear in the text whatever it holds.
  *
  * It errs towards yes: a `;` inside parentheses or a function body counts as a statement's end,
- * `PREPARE` of a prepared statement counts, and so does anything unterminated (PostgreSQL refuses
- * such a text whole). A yes costs the caller one confirming query; a missed statement could send
+ * `PREPARE` of a prepared statement counts, and so does anything unterminated before a `;`
+ * (PostgreSQL refuses such a text whole). A yes costs the caller one confirming query; a missed statement could send
  * a rolled-back message.
  */
 export function holdsTransactionControl(sql: string): boolean {
@@ -44,18 +44,18 @@ function holdsControlWhere(sql: string, backslashEscapes: boolean): boolean {
       i++;
       continue;
     }
-    const first = statementStart;
-    statementStart = false;
+    if (statementStart) {
+      if (isIdentStart(c) && CONTROL_WORDS.has(sql.slice(i, endOfWord(sql, i)).toLowerCase())) return true;
+      // No ; ahead: the last statement, whose first token was all that could be control.
+      if (sql.indexOf(';', i) < 0) return false;
+      statementStart = false;
+    }
     const next = sql.charCodeAt(i + 1);
-    if (next === QUOTE && (c === 0x45 || c === 0x65))
-      i = endOfString(sql, i + 2, true); // E'…'
-    else if (next === QUOTE && (c === 0x42 || c === 0x62 || c === 0x58 || c === 0x78))
-      i = endOfString(sql, i + 2, false); // B'…', X'…'
-    else if (isIdentStart(c)) {
-      const end = endOfWord(sql, i);
-      if (first && CONTROL_WORDS.has(sql.slice(i, end).toLowerCase())) return true;
-      i = end;
-    } else if (c === QUOTE) i = endOfString(sql, i + 1, backslashEscapes);
+    // E'…' takes backslash escapes whatever the setting; B'…' and X'…' never do.
+    if (next === QUOTE && (c === 0x45 || c === 0x65)) i = endOfString(sql, i + 2, true);
+    else if (next === QUOTE && (c === 0x42 || c === 0x62 || c === 0x58 || c === 0x78)) i = endOfString(sql, i + 2, false);
+    else if (isIdentStart(c)) i = endOfWord(sql, i);
+    else if (c === QUOTE) i = endOfString(sql, i + 1, backslashEscapes);
     else if (c === DOUBLE_QUOTE) i = endOfQuotedIdentifier(sql, i + 1);
     else if (c === DOLLAR) i = endOfDollarQuote(sql, i);
     else i = isDigit(c) ? endOfDigits(sql, i) : i + 1;

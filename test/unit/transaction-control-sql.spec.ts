@@ -80,11 +80,11 @@ describe('holdsTransactionControl', () => {
     expect(holdsTransactionControl(sql)).toBe(false);
   });
 
-  it('takes an unclosed string, quoted identifier or dollar quote for control', () => {
-    expect(holdsTransactionControl("SELECT 'never closed")).toBe(true);
-    expect(holdsTransactionControl("SELECT E'never closed\\'")).toBe(true);
-    expect(holdsTransactionControl('SELECT "never closed')).toBe(true);
-    expect(holdsTransactionControl('SELECT $a$ never closed $A$')).toBe(true);
+  it('takes an unclosed string, quoted identifier or dollar quote before a ; for control', () => {
+    expect(holdsTransactionControl("SELECT 'never closed; COMMIT")).toBe(true);
+    expect(holdsTransactionControl("SELECT E'never closed\\'; COMMIT")).toBe(true);
+    expect(holdsTransactionControl('SELECT "never closed; COMMIT')).toBe(true);
+    expect(holdsTransactionControl('SELECT $a$ never closed; COMMIT $A$')).toBe(true);
   });
 
   it('takes an unclosed comment for control, and a nested one as closed only at its last */', () => {
