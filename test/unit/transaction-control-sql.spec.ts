@@ -76,6 +76,7 @@ describe('holdsTransactionControl', () => {
     ['a quoted identifier', 'SELECT 1 AS "; ROLLBACK; "'],
     ['a nested block comment', 'SELECT 1 /* /* */ ; ROLLBACK */'],
     ['a word that begins with a control word', 'SELECT 1; rollback$ x; commit1'],
+    ['a word that begins with a no-break space (a letter to PostgreSQL, not space)', 'SELECT 1;\u00a0ROLLBACK'],
   ])('passes over a control word inside %s', (_, sql) => {
     expect(holdsTransactionControl(sql)).toBe(false);
   });
