@@ -12,9 +12,9 @@ const CONTROL_WORDS = new Set(['begin', 'start', 'commit', 'end', 'rollback', 'a
  * linear in the text whatever it holds.
  *
  * It errs towards yes: a `;` inside parentheses or a function body counts as a statement's end,
- * `PREPARE` of a prepared statement counts, and so does anything unterminated before a `;`
- * (PostgreSQL refuses such a text whole). A yes costs the caller one confirming query; a missed statement could send
- * a rolled-back message.
+ * `PREPARE` of a prepared statement counts, and so does anything left unterminated where a `;`
+ * came before its end (PostgreSQL refuses such a text whole). A yes costs the caller one
+ * confirming query; a missed statement could send a rolled-back message.
  */
 export function holdsTransactionControl(sql: string): boolean {
   return holdsControlWhere(sql, false) || (sql.includes('\\') && holdsControlWhere(sql, true));
