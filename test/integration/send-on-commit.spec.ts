@@ -237,6 +237,11 @@ describe('Sending on commit', () => {
     'ROLLBACK TO SAVEPOINT before_undone',
     '/* past the failed insert */ rollback to savepoint before_undone',
     '-- past the failed insert\n  ROLLBACK TO before_undone',
+    // PostgreSQL ends a -- comment at a carriage return too.
+    '-- undo\rROLLBACK TO SAVEPOINT before_undone',
+    // What opens a comment inside a string or a comment opens none.
+    "SELECT '/*'; ROLLBACK TO SAVEPOINT before_undone; -- */",
+    'SELECT 1 -- /*\n; ROLLBACK TO SAVEPOINT before_undone; -- */',
   ])(
     'sends nothing a raw ROLLBACK TO SAVEPOINT undid, and what stood around it once (%j)',
     async (rollbackTo) => {

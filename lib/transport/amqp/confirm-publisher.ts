@@ -45,8 +45,14 @@ const CLOSED_NO_BLAME: PublishOutcome = Object.freeze({ kind: 'closed', blame: '
  */
 export class ConfirmPublisher {
   private readonly pending = new Set<Pending>();
-  /** Message ids the broker returned as unroutable; basic.return arrives before the confirm. */
-  private readonly returned = new Set<string>();
+  /**
+   * Returns not yet matched with a confirm, counted per message id. A basic.return carries the
+   * message, not its delivery tag, and arrives before that publication's confirm. Two copies of
+   * one message can be unconfirmed here at once (the retry of a send that timed out), and the
+   * broker may return both before it confirms either (one `multiple` ack): each return answers one
+   * confirm, so no more copies count as confirmed than the broker routed.
+   */
+  private readonly returned = new Map<string, number>();
   private closeError?: BrokerCloseError;
   private blamed?: Set<string>;
   private closed = false;
@@ -69,7 +75,7 @@ export class ConfirmPublisher {
     });
     channel.on('return', (message: ConsumeMessage) => {
       const messageId = message.properties.messageId as string | undefined;
-      if (messageId) this.returned.add(messageId);
+      if (messageId) this.returned.set(messageId, (this.returned.get(messageId) ?? 0) + 1);
     });
     // amqplib has already failed every unconfirmed publication with 'channel closed' by now.
     channel.on('close', () => (this.closed = true));
@@ -141,13 +147,22 @@ export class ConfirmPublisher {
   }
 
   private outcome(publication: AmqpPublication, error: Error | null): PublishOutcome {
-    const returned = this.returned.delete(publication.messageId);
+    const returned = this.returned.size > 0 && this.takeReturn(publication.messageId);
     if (!error) return returned ? RETURNED : CONFIRMED;
     if (error.message === 'message nacked') return NACKED;
     const closeError = this.closeError;
     if (!closeError) return CLOSED_NO_BLAME;
     if (!this.blamed) return { kind: 'closed', blame: 'suspect', error: closeError };
     return { kind: 'closed', blame: this.blamed.has(publication.exchange) ? 'culprit' : 'innocent', error: closeError };
+  }
+
+  /** Matches one return of `messageId`, if one came, with the confirm at hand. */
+  private takeReturn(messageId: string): boolean {
+    const count = this.returned.get(messageId);
+    if (count === undefined) return false;
+    if (count > 1) this.returned.set(messageId, count - 1);
+    else this.returned.delete(messageId);
+    return true;
   }
 
   /** amqplib's write buffer is full: later publications wait until it drained (or the channel closed). */
