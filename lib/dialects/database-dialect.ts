@@ -61,6 +61,13 @@ export interface DatabaseDialect {
    * nobody listens to (where the driver has such a gap). Idempotent.
    */
   guardConnections?(dataSource: DataSource): void;
+  /**
+   * Whether a failed statement's `error` tells that the server rolled back the whole transaction
+   * around it while the connection stays open, so that later statements would run in autocommit
+   * (InnoDB on a deadlock). Absent where a failed transaction refuses every later statement until
+   * it ends (PostgreSQL) or where no such error is known.
+   */
+  rollsBackTransaction?(error: unknown): boolean;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   /** The outbox table of schema version 1, as `createOutboxTableMigration` has always made it. */
