@@ -68,6 +68,12 @@ export interface DatabaseDialect {
    * it ends (PostgreSQL) or where no such error is known.
    */
   rollsBackTransaction?(error: unknown): boolean;
+  /**
+   * Whether the driver's raw result of a statement that succeeded says the server has no
+   * transaction open after it, so that one the application holds open has ended on the server
+   * (a raw `COMMIT`, an implicit commit). Absent where results do not tell.
+   */
+  reportsNoTransaction?(raw: unknown): boolean;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   /** The outbox table of schema version 1, as `createOutboxTableMigration` has always made it. */

@@ -9,34 +9,34 @@ import {
   TransactionRollbackEvent,
   TransactionStartEvent,
 } from 'typeorm';
-import { OutboxTransactionRolledBackError } from '../errors';
+import { OutboxTransactionRolledBackError, ServerTransactionEnding } from '../errors';
 import { DATABASE_DIALECT, OUTBOX_DATA_SOURCE } from '../outbox.constants';
 import { DatabaseDialect } from './database-dialect';
 
 /**
- * Remembers the transactions that the database server rolled back by itself while TypeORM still
- * holds them open (InnoDB on a deadlock: see `DatabaseDialect.rollsBackTransaction`), so that the
- * outbox never writes in one. A caller may catch the statement's error and go on; its later
- * statements then run in autocommit, and a message written there would be sent though the
- * business change it belongs to is gone.
+ * Remembers the transactions that the database server ended by itself while TypeORM still holds
+ * them open, so that the outbox never writes in one: InnoDB rolls back the whole transaction on
+ * a deadlock (see `DatabaseDialect.rollsBackTransaction`), and a caller may catch the statement's
+ * error and go on; its later statements then run in autocommit, and a message written there
+ * would be sent though the business change it belongs to is gone. A raw `COMMIT` or an implicit
+ * one (DDL) leaves the same autocommit behind; the server's answer to it says so
+ * (`DatabaseDialect.reportsNoTransaction`).
  *
- * It listens to the failed statements of the DataSource's query runners (a TypeORM subscriber):
- * nothing is asked of the server, so a publish costs no extra round-trip. Where the dialect
- * knows no such error (PostgreSQL refuses every statement of a failed transaction until it
- * ends), it does not listen at all.
+ * It listens to the statements of the DataSource's query runners (a TypeORM subscriber) and reads
+ * what the server answered anyway: nothing is asked of the server, so a publish costs no extra
+ * round-trip. Where the dialect tells neither (PostgreSQL refuses every statement of a failed
+ * transaction until it ends), it does not listen at all.
  */
 @Injectable()
 export class ServerRollbackWatch implements EntitySubscriberInterface, OnApplicationShutdown {
-  /** Per query runner whose open transaction the server rolled back: the statement's error. */
-  private readonly rolledBack = new WeakMap<QueryRunner, unknown>();
-  private readonly rollsBack?: (error: unknown) => boolean;
+  /** Per query runner whose open transaction the server ended: how. */
+  private readonly ended = new WeakMap<QueryRunner, ServerTransactionEnding>();
 
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
-    @Inject(DATABASE_DIALECT) dialect: DatabaseDialect,
+    @Inject(DATABASE_DIALECT) private readonly dialect: DatabaseDialect,
   ) {
-    this.rollsBack = dialect.rollsBackTransaction?.bind(dialect);
-    if (this.rollsBack) dataSource.subscribers.push(this);
+    if (dialect.rollsBackTransaction || dialect.reportsNoTransaction) dataSource.subscribers.push(this);
   }
 
   /**
@@ -46,26 +46,33 @@ export class ServerRollbackWatch implements EntitySubscriberInterface, OnApplica
    */
   assertNotRolledBack(manager: EntityManager, what: string): void {
     const runner = manager.queryRunner;
-    if (runner && this.rolledBack.has(runner)) throw new OutboxTransactionRolledBackError(what, this.rolledBack.get(runner));
+    const ending = runner && this.ended.get(runner);
+    if (ending) throw new OutboxTransactionRolledBackError(what, ending);
   }
 
   afterQuery(event: AfterQueryEvent): void {
     const runner = event.queryRunner;
-    if (event.success || !runner?.isTransactionActive || this.rolledBack.has(runner)) return;
-    if (this.rollsBack!(event.error)) this.rolledBack.set(runner, event.error);
+    if (!runner?.isTransactionActive || this.ended.has(runner)) return;
+    // TypeORM's own COMMIT, ROLLBACK and the isolation level set before START TRANSACTION answer
+    // "no transaction" too: the transaction events below clear what they mark.
+    if (event.success) {
+      if (this.dialect.reportsNoTransaction?.(event.rawResults)) this.ended.set(runner, { statement: String(event.query) });
+    } else if (this.dialect.rollsBackTransaction?.(event.error)) {
+      this.ended.set(runner, { error: event.error });
+    }
   }
 
   afterTransactionStart(event: TransactionStartEvent): void {
-    // A new outermost transaction on a reused runner; a savepoint in a rolled-back one stays marked.
-    if (depthOf(event.queryRunner) === 1) this.rolledBack.delete(event.queryRunner);
+    // A new outermost transaction on a reused runner; a savepoint in an ended one stays marked.
+    if (depthOf(event.queryRunner) === 1) this.ended.delete(event.queryRunner);
   }
 
   afterTransactionCommit(event: TransactionCommitEvent): void {
-    this.ended(event.queryRunner);
+    this.forgetEnded(event.queryRunner);
   }
 
   afterTransactionRollback(event: TransactionRollbackEvent): void {
-    this.ended(event.queryRunner);
+    this.forgetEnded(event.queryRunner);
   }
 
   onApplicationShutdown(): void {
@@ -73,8 +80,8 @@ export class ServerRollbackWatch implements EntitySubscriberInterface, OnApplica
     if (index >= 0) this.dataSource.subscribers.splice(index, 1);
   }
 
-  private ended(runner: QueryRunner): void {
-    if (!runner.isTransactionActive) this.rolledBack.delete(runner);
+  private forgetEnded(runner: QueryRunner): void {
+    if (!runner.isTransactionActive) this.ended.delete(runner);
   }
 }
 

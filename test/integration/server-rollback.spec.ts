@@ -33,6 +33,25 @@ class DeadlockedPayments {
     await DeadlockRival.loseDeadlock(database, this.txHost.tx);
     await this.outbox.publish({ type: 'order.paid', exchange: EXCHANGE, routingKey: 'order.paid', bizKey, payload: {} });
   }
+
+  /** Catches a duplicate key (InnoDB undoes the statement only) and publishes. */
+  @Transactional()
+  async payAfterDuplicateKey(bizKey: string): Promise<void> {
+    const order = await this.txHost.tx.getRepository(TestOrder).save({ status: 'DUPLICATE' });
+    await this.txHost.tx.query('INSERT INTO test_order (id, status) VALUES (?, ?)', [order.id, 'DUPLICATE']).then(
+      () => Promise.reject(new Error('the duplicate key was accepted')),
+      () => undefined,
+    );
+    await this.outbox.publish({ type: 'order.paid', exchange: EXCHANGE, routingKey: 'order.paid', bizKey, payload: {} });
+  }
+
+  /** Ends the transaction on the server with `statement`, behind TypeORM's back, and publishes. */
+  @Transactional()
+  async payAfter(statement: string, bizKey: string): Promise<void> {
+    await this.txHost.tx.getRepository(TestOrder).save({ status: 'RAW-ENDED' });
+    await this.txHost.tx.query(statement);
+    await this.outbox.publish({ type: 'order.paid', exchange: EXCHANGE, routingKey: 'order.paid', bizKey, payload: {} });
+  }
 }
 
 /** An inbox handler of each mode that writes its effect, then loses a deadlock on its first run and goes on. */
@@ -107,6 +126,31 @@ describeOn(['mariadb', 'mysql'], 'A transaction the server rolled back after a c
     },
     timeoutFor(2 * WAIT_TIMEOUT_MS),
   );
+
+  it.each(['COMMIT', 'ROLLBACK', 'CREATE TABLE IF NOT EXISTS implicit_commit (id INT PRIMARY KEY)'])(
+    'refuses to publish after the statement %j ended the transaction on the server',
+    async (statement) => {
+      const bizKey = `order-${randomUUID()}:paid`;
+      const outcome = await app
+        .get(DeadlockedPayments)
+        .payAfter(statement, bizKey)
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      // The row would have committed on its own, whatever became of the transaction.
+      expect(await database.sql(`SELECT status FROM {outbox_message} WHERE biz_key = ?`, [bizKey])).toEqual([]);
+      expect(outcome).toBeInstanceOf(OutboxTransactionRolledBackError);
+      expect((outcome as Error).message).toContain(`no transaction open since the statement ${JSON.stringify(statement)}`);
+    },
+    timeoutFor(),
+  );
+
+  it('lets a transaction that caught an error InnoDB undoes alone (a duplicate key) go on and publish', async () => {
+    const bizKey = `order-${randomUUID()}:paid`;
+    await app.get(DeadlockedPayments).payAfterDuplicateKey(bizKey);
+    expect(await database.sql(`SELECT biz_key FROM {outbox_message} WHERE biz_key = ?`, [bizKey])).toEqual([{ biz_key: bizKey }]);
+  });
 
   for (const mode of ['transactional', 'deferred'] as const) {
     it(

@@ -11,7 +11,7 @@ import { MysqlOutboxDialect } from './mysql-outbox.dialect';
 import { mysqlArchiveTableDdl, mysqlInboxTableDdl, mysqlOutboxTableDdl, mysqlOutboxV2Ddl } from './mysql-schema';
 import { detectMysqlServer, MysqlServer } from './mysql-server';
 import { SkipLockedClaim } from './mysql-skip-locked-claim';
-import { rollsBackMysqlTransaction } from './mysql-transaction-rollback';
+import { mysqlReportsNoTransaction, rollsBackMysqlTransaction } from './mysql-transaction-state';
 
 /**
  * MySQL 8 / MariaDB: UTC DATETIME(6) times from the database clock, composite indexes instead of
@@ -44,6 +44,11 @@ export class MysqlDialect implements DatabaseDialect {
   /** A deadlock, a full lock table, and a lock wait timeout where the server is set to roll back on it. */
   rollsBackTransaction(error: unknown): boolean {
     return rollsBackMysqlTransaction(error, this.server.rollbackOnTimeout);
+  }
+
+  /** The OK packet's status flags, which every statement that returns no rows carries. */
+  reportsNoTransaction(raw: unknown): boolean {
+    return mysqlReportsNoTransaction(raw);
   }
 
   outbox(quotedTable: string): OutboxDialect {
