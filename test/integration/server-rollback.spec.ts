@@ -45,6 +45,14 @@ class DeadlockedPayments {
     await this.outbox.publish({ type: 'order.paid', exchange: EXCHANGE, routingKey: 'order.paid', bizKey, payload: {} });
   }
 
+  /** Catches a failed statement and publishes. */
+  @Transactional()
+  async payAfterCaughtError(bizKey: string): Promise<void> {
+    await this.txHost.tx.getRepository(TestOrder).save({ status: 'CAUGHT' });
+    await this.txHost.tx.query('SELECT 1 / 0').catch(() => undefined);
+    await this.outbox.publish({ type: 'order.paid', exchange: EXCHANGE, routingKey: 'order.paid', bizKey, payload: {} });
+  }
+
   /** Ends the transaction on the server with `statement`, behind TypeORM's back, and publishes. */
   @Transactional()
   async payAfter(statement: string, bizKey: string): Promise<void> {
@@ -169,4 +177,23 @@ describeOn(['mariadb', 'mysql'], 'A transaction the server rolled back after a c
       timeoutFor(WAIT_TIMEOUT_MS),
     );
   }
+});
+
+describeOn(['postgres'], 'A PostgreSQL transaction that failed', () => {
+  let app: INestApplicationContext;
+
+  beforeAll(async () => {
+    await database.reset();
+    app = await createTestApp({ database, providers: [DeadlockedPayments] });
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
+
+  afterAll(() => app?.close());
+
+  it('refuses every statement after a caught error, publish() too, so nothing is stored', async () => {
+    const bizKey = `order-${randomUUID()}:paid`;
+    // 25P02: the server refuses statements until the transaction ends; no autocommit to fall into.
+    await expect(app.get(DeadlockedPayments).payAfterCaughtError(bizKey)).rejects.toMatchObject({ code: '25P02' });
+    expect(await database.sql(`SELECT status FROM {outbox_message} WHERE biz_key = ?`, [bizKey])).toEqual([]);
+    expect(await database.sql(`SELECT id FROM {test_order} WHERE status = 'CAUGHT'`)).toEqual([]);
+  });
 });
