@@ -5,7 +5,15 @@ import { OutboxError } from './outbox.error';
  * statement on which it rolled the transaction back, or the statement after which it reported
  * no transaction open.
  */
-export type ServerTransactionEnding = { error: unknown } | { statement: string };
+export type ServerTransactionEnding =
+  | {
+      /** The failed statement's error (InnoDB's deadlock, for one). */
+      error: unknown;
+    }
+  | {
+      /** The statement after which the server reported no transaction open (a raw `COMMIT`, DDL). */
+      statement: string;
+    };
 
 /**
  * Thrown where the outbox would write in a transaction that the database server has already
