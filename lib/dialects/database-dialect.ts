@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { InboxDialect } from './inbox-dialect';
 import { TableKind } from './index-names';
 import { OutboxDialect } from './outbox-dialect';
@@ -69,11 +69,11 @@ export interface DatabaseDialect {
    */
   rollsBackTransaction?(error: unknown): boolean;
   /**
-   * Whether the driver's raw result of a statement that succeeded says the server has no
-   * transaction open after it, so that one the application holds open has ended on the server
-   * (a raw `COMMIT`, an implicit commit). Absent where results do not tell.
+   * Whether the server said, answering a statement that succeeded on `runner` (`raw`: the driver's
+   * result), that no transaction is open after it, so that one the application holds open has
+   * ended on the server (a raw `COMMIT`, an implicit commit). Absent where the driver does not tell.
    */
-  reportsNoTransaction?(raw: unknown): boolean;
+  reportsNoTransaction?(raw: unknown, runner: QueryRunner): boolean;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   /** The outbox table of schema version 1, as `createOutboxTableMigration` has always made it. */

@@ -19,13 +19,13 @@ import { DatabaseDialect } from './database-dialect';
  * a deadlock (see `DatabaseDialect.rollsBackTransaction`), and a caller may catch the statement's
  * error and go on; its later statements then run in autocommit, and a message written there
  * would be sent though the business change it belongs to is gone. A raw `COMMIT` or an implicit
- * one (DDL) leaves the same autocommit behind; the server's answer to it says so
- * (`DatabaseDialect.reportsNoTransaction`).
+ * one (DDL) leaves the same autocommit behind, on PostgreSQL too; the server's answer to it says
+ * so (`DatabaseDialect.reportsNoTransaction`).
  *
  * It listens to the statements of the DataSource's query runners (a TypeORM subscriber) and reads
  * what the server answered anyway: nothing is asked of the server, so a publish costs no extra
- * round-trip. Where the dialect tells neither (PostgreSQL refuses every statement of a failed
- * transaction until it ends), it does not listen at all.
+ * round-trip. PostgreSQL needs no error list: it refuses every statement of a failed transaction
+ * until it ends. Where the dialect tells neither (SQLite), it does not listen at all.
  */
 @Injectable()
 export class ServerRollbackWatch implements EntitySubscriberInterface, OnApplicationShutdown {
@@ -53,10 +53,10 @@ export class ServerRollbackWatch implements EntitySubscriberInterface, OnApplica
   afterQuery(event: AfterQueryEvent): void {
     const runner = event.queryRunner;
     if (!runner?.isTransactionActive || this.ended.has(runner)) return;
-    // TypeORM's own COMMIT, ROLLBACK and the isolation level set before START TRANSACTION answer
-    // "no transaction" too: the transaction events below clear what they mark.
+    // TypeORM's own COMMIT, ROLLBACK and (MySQL) the isolation level set before START TRANSACTION
+    // answer "no transaction" too: the transaction events below clear what they mark.
     if (event.success) {
-      if (this.dialect.reportsNoTransaction?.(event.rawResults)) this.ended.set(runner, { statement: String(event.query) });
+      if (this.dialect.reportsNoTransaction?.(event.rawResults, runner)) this.ended.set(runner, { statement: String(event.query) });
     } else if (this.dialect.rollsBackTransaction?.(event.error)) {
       this.ended.set(runner, { error: event.error });
     }

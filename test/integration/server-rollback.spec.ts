@@ -179,7 +179,7 @@ describeOn(['mariadb', 'mysql'], 'A transaction the server rolled back after a c
   }
 });
 
-describeOn(['postgres'], 'A PostgreSQL transaction that failed', () => {
+describeOn(['postgres'], 'A PostgreSQL transaction that failed or was ended behind TypeORM', () => {
   let app: INestApplicationContext;
 
   beforeAll(async () => {
@@ -188,6 +188,20 @@ describeOn(['postgres'], 'A PostgreSQL transaction that failed', () => {
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(() => app?.close());
+
+  it.each(['COMMIT', 'ROLLBACK'])('refuses to publish after the raw statement %j ended the transaction', async (statement) => {
+    const bizKey = `order-${randomUUID()}:paid`;
+    const outcome = await app
+      .get(DeadlockedPayments)
+      .payAfter(statement, bizKey)
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    // The row would have committed on its own, whatever became of the transaction.
+    expect(await database.sql(`SELECT status FROM {outbox_message} WHERE biz_key = ?`, [bizKey])).toEqual([]);
+    expect(outcome).toBeInstanceOf(OutboxTransactionRolledBackError);
+  });
 
   it('refuses every statement after a caught error, publish() too, so nothing is stored', async () => {
     const bizKey = `order-${randomUUID()}:paid`;

@@ -110,7 +110,7 @@ describe('ServerRollbackWatch', () => {
     expect(() => watch.assertNotRolledBack(runner.manager, 'publish()')).toThrow(/no transaction open since the statement "COMMIT"/);
   });
 
-  it('does not listen where the dialect tells nothing (PostgreSQL, SQLite)', () => {
+  it('does not listen where the dialect tells nothing (SQLite)', () => {
     const source = dataSource();
     new ServerRollbackWatch(source, {} as never);
     expect(source.subscribers).toHaveLength(0);

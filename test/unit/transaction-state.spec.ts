@@ -1,4 +1,6 @@
+import type { QueryRunner } from 'typeorm';
 import { mysqlReportsNoTransaction, rollsBackMysqlTransaction } from '../../lib/dialects/mysql/mysql-transaction-state';
+import { postgresReportsNoTransaction } from '../../lib/dialects/postgres/postgres-transaction-state';
 
 describe('rollsBackMysqlTransaction', () => {
   const driverError = (errno: number) => Object.assign(new Error(`error ${errno}`), { errno });
@@ -30,5 +32,22 @@ describe('mysqlReportsNoTransaction', () => {
 
   it('tells nothing from results without status flags (rows)', () => {
     for (const raw of [[], [{ a: 1 }], undefined, null, { serverStatus: '2' }]) expect(mysqlReportsNoTransaction(raw)).toBe(false);
+  });
+});
+
+describe('postgresReportsNoTransaction', () => {
+  const runner = (status: unknown) => ({ databaseConnection: { getTransactionStatus: () => status } }) as unknown as QueryRunner;
+
+  it("reads node-postgres's transaction status of the last ReadyForQuery", () => {
+    expect(postgresReportsNoTransaction(runner('I'))).toBe(true);
+    expect(postgresReportsNoTransaction(runner('T'))).toBe(false);
+    // A failed transaction: PostgreSQL refuses every statement until it ends.
+    expect(postgresReportsNoTransaction(runner('E'))).toBe(false);
+  });
+
+  it('tells nothing where the driver does not', () => {
+    expect(postgresReportsNoTransaction(runner(null))).toBe(false);
+    expect(postgresReportsNoTransaction({ databaseConnection: {} } as unknown as QueryRunner)).toBe(false);
+    expect(postgresReportsNoTransaction({} as unknown as QueryRunner)).toBe(false);
   });
 });
