@@ -36,6 +36,7 @@ import { staticOptionProblems, validateStaticOptions } from './options/validate-
 import { OutboxOptionsError } from './errors';
 import { OutboxWakeup } from './outbox/outbox-wakeup';
 import { CommitHandoff } from './outbox/commit-handoff';
+import { ServerRollbackWatch } from './dialects/server-rollback-watch';
 import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
 import { transportOptionProblems } from './transport/outbox-transport';
 import { createTablesAtStartup } from './schema/create-tables-at-startup';
@@ -145,6 +146,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     ...transportProviders(lanes, defaultLane),
     OutboxWakeup,
     CommitHandoff,
+    ServerRollbackWatch,
     InboxWakeup,
     InboxConsumers,
     InboxHandlerExplorer,

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { InboxDialect } from './inbox-dialect';
 import { TableKind } from './index-names';
 import { OutboxDialect } from './outbox-dialect';
@@ -61,6 +61,19 @@ export interface DatabaseDialect {
    * nobody listens to (where the driver has such a gap). Idempotent.
    */
   guardConnections?(dataSource: DataSource): void;
+  /**
+   * Whether a failed statement's `error` tells that the server rolled back the whole transaction
+   * around it while the connection stays open, so that later statements would run in autocommit
+   * (InnoDB on a deadlock). Absent where a failed transaction refuses every later statement until
+   * it ends (PostgreSQL) or where no such error is known.
+   */
+  rollsBackTransaction?(error: unknown): boolean;
+  /**
+   * Whether the server said, answering a statement that succeeded on `runner` (`raw`: the driver's
+   * result), that no transaction is open after it, so that one the application holds open has
+   * ended on the server (a raw `COMMIT`, an implicit commit). Absent where the driver does not tell.
+   */
+  reportsNoTransaction?(raw: unknown, runner: QueryRunner): boolean;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   /** The outbox table of schema version 1, as `createOutboxTableMigration` has always made it. */

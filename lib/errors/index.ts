@@ -1,5 +1,6 @@
 export * from './outbox.error';
 export * from './outbox-outside-transaction.error';
+export * from './outbox-transaction-rolled-back.error';
 export * from './outbox-options.error';
 export * from './outbox-schema.error';
 export * from './outbox-message-invalid.error';

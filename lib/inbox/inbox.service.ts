@@ -5,6 +5,7 @@ import { ModuleRef } from '@nestjs/core';
 import type { ConsumeMessage } from 'amqplib';
 import { DataSource } from 'typeorm';
 import { InboxDialect, InboxRow } from '../dialects/inbox-dialect';
+import { ServerRollbackWatch } from '../dialects/server-rollback-watch';
 import { OutboxError } from '../errors';
 import { MessageStatus } from '../message/message-status';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../outbox.constants';
@@ -51,6 +52,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     private readonly wakeup: InboxWakeup,
     private readonly moduleRef: ModuleRef,
     private readonly identity: OutboxIdentity,
+    private readonly serverRollbacks: ServerRollbackWatch,
     @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
   ) {
     this.backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs, jitter: options.backoffJitter };
@@ -124,6 +126,9 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
         const acquired = await this.dialect.acquire(txHost.tx, { ...row, payload: '', headers: '{}' }, startMarked);
         if (acquired.kind === 'process') {
           await run();
+          // The handler may have caught a deadlock: its inbox mark is gone then, and committing would
+          // acknowledge a delivery nothing records as handled. It fails, and is delivered again.
+          this.serverRollbacks.assertNotRolledBack(txHost.tx, `${printable(row.consumer)}'s handler transaction`);
           processed = true;
         } else if (acquired.status === MessageStatus.MANUAL_REQUIRED) {
           // Not silent: a replay (e.g. from the dead-letter queue) needs the row requeued first.

@@ -3,6 +3,7 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBoo
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { DataSource } from 'typeorm';
 import { ClaimedInboxMessage, InboxDialect } from '../dialects/inbox-dialect';
+import { ServerRollbackWatch } from '../dialects/server-rollback-watch';
 import { ClaimWorker } from '../engine/claim-worker';
 import { persistently } from '../engine/persistently';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
@@ -48,6 +49,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly consumers: InboxConsumers,
     private readonly wakeup: InboxWakeup,
     private readonly identity: OutboxIdentity,
+    private readonly serverRollbacks: ServerRollbackWatch,
     @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
@@ -178,6 +180,8 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     const transaction = () =>
       txHost.withTransaction(async () => {
         await runRest();
+        // The handler may have caught a deadlock: settling now would mark the row DONE in autocommit.
+        this.serverRollbacks.assertNotRolledBack(txHost.tx, `${printable(row.consumer)}'s handler transaction`);
         if ((await this.dialect.settleDone(txHost.tx, [row])) === 0) throw new ClaimLostError();
       });
     // On a single-connection database (SQLite), the concurrent loops' transactions would nest.

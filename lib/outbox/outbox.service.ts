@@ -2,6 +2,7 @@ import { TransactionHost } from '@nestjs-cls/transactional';
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { OutboxDialect } from '../dialects/outbox-dialect';
+import { ServerRollbackWatch } from '../dialects/server-rollback-watch';
 import { OutboxError, OutboxOutsideTransactionError } from '../errors';
 import { OutboxMessage, OutboxWriteOptions, PublishResult } from '../message/outbox-message';
 import { columnText, shortStringText } from '../message/message-text';
@@ -36,6 +37,7 @@ export class OutboxService {
     private readonly wakeup: OutboxWakeup,
     private readonly handoff: CommitHandoff,
     private readonly identity: OutboxIdentity,
+    private readonly serverRollbacks: ServerRollbackWatch,
     @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
   ) {}
 
@@ -46,6 +48,8 @@ export class OutboxService {
    * The message is stored for its transport (see `OutboxMessage.transport`); where this process
    * configures that transport, the transport checks the message's address now.
    * @throws OutboxOutsideTransactionError when no transaction is active
+   * @throws OutboxTransactionRolledBackError when the database server has already rolled the
+   *   transaction back (MySQL/MariaDB after a deadlock whose error was caught): retry the whole transaction
    * @throws OutboxMessageInvalidError when the message cannot be stored or sent as given (its `field` names what)
    */
   async publish<TPayload>(message: OutboxMessage<TPayload>, options?: OutboxWriteOptions): Promise<PublishResult> {
@@ -75,6 +79,7 @@ export class OutboxService {
    * the messages this transaction published. Messages already sent, or being sent right now
    * (PROCESSING), are untouched.
    * @returns how many messages were abandoned
+   * @throws OutboxTransactionRolledBackError when the database server has already rolled the transaction back
    * @throws OutboxMessageInvalidError when `bizKey` or `type` is one publish() would refuse
    */
   async cancel(bizKey: string, type?: string, options?: OutboxWriteOptions): Promise<number> {
@@ -100,6 +105,8 @@ export class OutboxService {
     if (manager.connection !== this.dataSource) {
       throw new OutboxError(`${operation}() was given a transaction of another DataSource than the outbox's; the message would not commit atomically with it`);
     }
+    // TypeORM's flag says active; the server may have rolled it back already (InnoDB's deadlock).
+    this.serverRollbacks.assertNotRolledBack(manager, `${operation}()`);
     return manager;
   }
 }

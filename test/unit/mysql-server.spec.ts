@@ -25,6 +25,7 @@ describe('describeMysqlServer', () => {
       lockingOf: false,
       collation: 'utf8mb4_nopad_bin',
       expressionDefaults: true,
+      rollbackOnTimeout: false,
     });
     expect(describeMysqlServer('8.0.36')).toEqual({
       flavor: 'mysql',
@@ -33,6 +34,7 @@ describe('describeMysqlServer', () => {
       lockingOf: true,
       collation: 'utf8mb4_0900_bin',
       expressionDefaults: true,
+      rollbackOnTimeout: false,
     });
     expect(describeMysqlServer('5.7.44')).toMatchObject({ flavor: 'mysql', lockingOf: false, collation: 'utf8mb4_bin', expressionDefaults: false });
     expect(describeMysqlServer('8.0.16')).toMatchObject({ collation: 'utf8mb4_bin', expressionDefaults: true });

@@ -11,6 +11,7 @@ import { MysqlOutboxDialect } from './mysql-outbox.dialect';
 import { mysqlArchiveTableDdl, mysqlInboxTableDdl, mysqlOutboxTableDdl, mysqlOutboxV2Ddl } from './mysql-schema';
 import { detectMysqlServer, MysqlServer } from './mysql-server';
 import { SkipLockedClaim } from './mysql-skip-locked-claim';
+import { mysqlReportsNoTransaction, rollsBackMysqlTransaction } from './mysql-transaction-state';
 
 /**
  * MySQL 8 / MariaDB: UTC DATETIME(6) times from the database clock, composite indexes instead of
@@ -38,6 +39,16 @@ export class MysqlDialect implements DatabaseDialect {
       sql: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?',
       params: [table.schema ?? null, table.name],
     };
+  }
+
+  /** A deadlock, a full lock table, and a lock wait timeout where the server is set to roll back on it. */
+  rollsBackTransaction(error: unknown): boolean {
+    return rollsBackMysqlTransaction(error, this.server.rollbackOnTimeout);
+  }
+
+  /** The OK packet's status flags, which every statement that returns no rows carries. */
+  reportsNoTransaction(raw: unknown): boolean {
+    return mysqlReportsNoTransaction(raw);
   }
 
   outbox(quotedTable: string): OutboxDialect {

@@ -1,7 +1,9 @@
+import type { QueryRunner } from 'typeorm';
 import { DatabaseDialect, IdentifierLimit, SqlQuery, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
 import { OutboxDialect } from '../outbox-dialect';
 import { guardPostgresConnections } from './postgres-connection-guard';
+import { postgresReportsNoTransaction } from './postgres-transaction-state';
 import { PostgresInboxDialect } from './postgres-inbox.dialect';
 import { PostgresOutboxDialect } from './postgres-outbox.dialect';
 import {
@@ -33,6 +35,11 @@ export class PostgresDialect implements DatabaseDialect {
   }
 
   guardConnections = guardPostgresConnections;
+
+  /** The transaction status of the server's last ReadyForQuery, which node-postgres keeps. */
+  reportsNoTransaction(_raw: unknown, runner: QueryRunner): boolean {
+    return postgresReportsNoTransaction(runner);
+  }
 
   outbox(quotedTable: string): OutboxDialect {
     return new PostgresOutboxDialect(quotedTable);
