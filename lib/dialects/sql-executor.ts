@@ -1,22 +1,29 @@
 import { DataSource, QueryResult } from 'typeorm';
 import type { SqlTarget } from '../engine/sql-target';
+import { boundedQuery, statementDeadline } from './statement-deadline';
 
 // The engine names where a statement runs; the dialects take it from here, beside `execute`.
 export type { SqlTarget };
 
 /**
  * Runs one statement and returns TypeORM's structured result (rows and affected count), on the
- * transaction's own connection when given a transactional EntityManager.
+ * transaction's own connection when given a transactional EntityManager; within the bound
+ * `withStatementDeadline` sets, if any.
  */
 export async function execute(target: SqlTarget, sql: string, params: unknown[] = []): Promise<QueryResult> {
+  const deadline = statementDeadline();
   if (target instanceof DataSource) {
     const runner = target.createQueryRunner();
     try {
-      return await runner.query(sql, params, true);
+      const query = runner.query(sql, params, true);
+      return await (deadline ? boundedQuery(runner, query, deadline) : query);
     } finally {
       await runner.release();
     }
   }
-  if (target.queryRunner) return target.queryRunner.query(sql, params, true);
+  if (target.queryRunner) {
+    const query = target.queryRunner.query(sql, params, true);
+    return deadline ? boundedQuery(target.queryRunner, query, deadline) : query;
+  }
   return execute(target.connection, sql, params);
 }

@@ -5,10 +5,11 @@ import { OutboxAdmin } from '../admin/outbox-admin.service';
 import { OutboxStats } from '../admin/outbox-stats';
 import { INBOX_SUBSCRIPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import type { InboxSubscriptions } from '../inbox/inbox-subscriptions';
-import { OutboxError } from '../errors';
+import { DatabaseTimeoutError, OutboxError } from '../errors';
 import { describeOutbox, namedOutbox } from '../naming/outbox-name';
 import { getInboxSubscriptionsToken, getOutboxAdminToken, getOutboxTransportsToken } from '../naming/outbox-tokens';
 import type { OutboxTransports } from '../transport/outbox-transports';
+import { withStatementDeadline } from '../dialects/statement-deadline';
 import { healthFigures, OutboxHealthThresholds, thresholdProblems } from './health-problems';
 
 /** How long `isHealthy` waits for the database by default. */
@@ -74,12 +75,18 @@ export class OutboxHealthIndicator {
     const consumerDetails: { cancelledConsumers?: { consumer: string; queue: string }[] } =
       cancelled.length > 0 ? { cancelledConsumers: cancelled.map(({ consumer, queue }) => ({ consumer, queue })) } : {};
     let stats: OutboxStats;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     try {
-      stats = await withTimeout(admin.stats(), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+      // Each statement is bounded too, so one the database never answers closes its connection.
+      stats = await withTimeout(
+        withStatementDeadline(timeoutMs, () => admin.stats()),
+        timeoutMs,
+      );
     } catch (error) {
       return indicator.down({
         database: 'unreachable',
-        error: error instanceof Error ? error.message : String(error),
+        // Whichever of the two bounds passed first, the check's own is the one to name.
+        error: error instanceof DatabaseTimeoutError ? timedOut(timeoutMs).message : error instanceof Error ? error.message : String(error),
         ...transportDetails,
         ...consumerDetails,
       });
@@ -123,11 +130,15 @@ function transportStates(transports: OutboxTransports | undefined): Record<strin
   return Object.fromEntries(lanes.map(({ name, transport }) => [name, transport.isAvailable?.() === false ? 'unavailable' : 'available']));
 }
 
-/** `work`, or a rejection once `timeoutMs` pass first (the statement itself runs on, unobserved). */
+function timedOut(timeoutMs: number): Error {
+  return new Error(`the database did not answer within ${timeoutMs} ms`);
+}
+
+/** `work`, or a rejection once `timeoutMs` pass first (its statement's own bound closes the connection it is stuck on). */
 function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the database did not answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(timedOut(timeoutMs)), timeoutMs);
   });
   // A late failure of the abandoned statement must not become an unhandled rejection.
   work.catch(() => undefined);
