@@ -13,3 +13,4 @@ export * from './webhook-options.error';
 export * from './retry-later.error';
 export * from './outbox-admin-filter.error';
 export * from './database-timeout.error';
+export * from './outbox-table-missing.error';
