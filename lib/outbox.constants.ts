@@ -26,3 +26,5 @@ export const OUTBOX_WORKER_DATA_SOURCE = Symbol('OUTBOX_WORKER_DATA_SOURCE');
 export const DATABASE_DIALECT = Symbol('DATABASE_DIALECT');
 /** Injection token of the names of the outbox and inbox tables (`TableNames`). */
 export const OUTBOX_TABLE_NAMES = Symbol('OUTBOX_TABLE_NAMES');
+/** Injection token of the outbox's `InboxSubscriptions`: which `@InboxHandler()` consumers the broker cancelled. */
+export const INBOX_SUBSCRIPTIONS = Symbol('INBOX_SUBSCRIPTIONS');

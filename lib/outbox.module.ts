@@ -10,12 +10,14 @@ import { outboxEntities } from './entities/outbox-entities';
 import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
 import { InboxConsumers } from './inbox/inbox-consumers';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
+import { InboxSubscriptions } from './inbox/inbox-subscriptions';
 import { InboxWakeup } from './inbox/inbox-wakeup';
 import { ConfigurableOutboxModule, OUTBOX_ASYNC_OPTIONS_TYPE, OUTBOX_MODULE_RAW_OPTIONS, OUTBOX_OPTIONS_TYPE } from './outbox-module-definition';
 import { OutboxModuleStaticOptions } from './options/outbox-module-static-options';
 import {
   DATABASE_DIALECT,
   INBOX_DIALECT,
+  INBOX_SUBSCRIPTIONS,
   laneTransportToken,
   OUTBOX_DATA_SOURCE,
   OUTBOX_WORKER_DATA_SOURCE,
@@ -149,6 +151,8 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     ServerRollbackWatch,
     InboxWakeup,
     InboxConsumers,
+    InboxSubscriptions,
+    { provide: INBOX_SUBSCRIPTIONS, useExisting: InboxSubscriptions },
     InboxHandlerExplorer,
     WebhookInboxExplorer,
     OutboxMetrics,

@@ -72,8 +72,8 @@ const UNAVAILABLE_MESSAGES = [
   /database connection is not open/i,
 ];
 
-/** TypeORM's own errors of a DataSource or query runner that cannot run statements. */
-const TYPEORM_UNAVAILABLE = new Set(['ConnectionIsNotSetError', 'CannotExecuteNotConnectedError', 'QueryRunnerAlreadyReleasedError']);
+/** TypeORM's own errors of a DataSource or query runner that cannot run statements, and a statement that passed `statementTimeoutMs`. */
+const TYPEORM_UNAVAILABLE = new Set(['ConnectionIsNotSetError', 'CannotExecuteNotConnectedError', 'QueryRunnerAlreadyReleasedError', 'DatabaseTimeoutError']);
 
 const MAX_DEPTH = 8;
 

@@ -13,3 +13,5 @@ export * from './broker-channel.error';
 export * from './webhook-options.error';
 export * from './retry-later.error';
 export * from './outbox-admin-filter.error';
+export * from './database-timeout.error';
+export * from './outbox-table-missing.error';

@@ -3,11 +3,13 @@ import { ModuleRef } from '@nestjs/core';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
 import { OutboxStats } from '../admin/outbox-stats';
-import { OUTBOX_TRANSPORTS } from '../outbox.constants';
-import { OutboxError } from '../errors';
+import { INBOX_SUBSCRIPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import type { InboxSubscriptions } from '../inbox/inbox-subscriptions';
+import { DatabaseTimeoutError, OutboxError } from '../errors';
 import { describeOutbox, namedOutbox } from '../naming/outbox-name';
-import { getOutboxAdminToken, getOutboxTransportsToken } from '../naming/outbox-tokens';
+import { getInboxSubscriptionsToken, getOutboxAdminToken, getOutboxTransportsToken } from '../naming/outbox-tokens';
 import type { OutboxTransports } from '../transport/outbox-transports';
+import { withStatementDeadline } from '../dialects/statement-deadline';
 import { healthFigures, OutboxHealthThresholds, thresholdProblems } from './health-problems';
 
 /** How long `isHealthy` waits for the database by default. */
@@ -30,7 +32,8 @@ export interface OutboxHealthOptions extends OutboxHealthThresholds {
 /**
  * A health indicator for `@nestjs/terminus` 11. Down when the database does not answer the
  * stats statements in time, when a transport says it is unavailable (every transport, or those
- * `transports` names), or when the lag or the MANUAL_REQUIRED count passes a threshold the caller
+ * `transports` names), while the broker has cancelled an `@InboxHandler()` consumer (its queue
+ * was deleted; it re-subscribes when the queue is back), or when the lag or the MANUAL_REQUIRED count passes a threshold the caller
  * sets; the details carry the figures.
  *
  * Provide it in a module that imports `TerminusModule`, next to `OutboxModule`:
@@ -49,6 +52,7 @@ export class OutboxHealthIndicator {
     /** The default outbox's; absent from an application that configures only named outboxes. */
     @Optional() private readonly admin?: OutboxAdmin,
     @Optional() @Inject(OUTBOX_TRANSPORTS) private readonly transports?: OutboxTransports,
+    @Optional() @Inject(INBOX_SUBSCRIPTIONS) private readonly subscriptions?: InboxSubscriptions,
   ) {}
 
   /**
@@ -58,7 +62,7 @@ export class OutboxHealthIndicator {
    */
   async isHealthy(key = 'outbox', options: OutboxHealthOptions = {}): Promise<HealthIndicatorResult> {
     const indicator = this.health.check(key);
-    const { admin, transports } = this.outboxParts(options.outbox);
+    const { admin, transports, subscriptions } = this.outboxParts(options.outbox);
     const states = transportStates(transports);
     const counted = Object.keys(states).filter((name) => !options.transports || options.transports.includes(name));
     const down = counted.filter((name) => states[name] === 'unavailable');
@@ -66,34 +70,51 @@ export class OutboxHealthIndicator {
     // With one transport the details stay as they were; with several, each is named.
     const transportDetails: { transport: string; transports?: Record<string, string> } =
       Object.keys(states).length > 1 ? { transport, transports: states } : { transport };
+    // Named only while one is cancelled, so the details of a healthy inbox stay as they were.
+    const cancelled = subscriptions?.cancelled() ?? [];
+    const consumerDetails: { cancelledConsumers?: { consumer: string; queue: string }[] } =
+      cancelled.length > 0 ? { cancelledConsumers: cancelled.map(({ consumer, queue }) => ({ consumer, queue })) } : {};
     let stats: OutboxStats;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     try {
-      stats = await withTimeout(admin.stats(), options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+      // Each statement is bounded too, so one the database never answers closes its connection.
+      stats = await withTimeout(
+        withStatementDeadline(timeoutMs, () => admin.stats()),
+        timeoutMs,
+      );
     } catch (error) {
-      return indicator.down({ database: 'unreachable', error: error instanceof Error ? error.message : String(error), ...transportDetails });
+      return indicator.down({
+        database: 'unreachable',
+        // Whichever of the two bounds passed first, the check's own is the one to name.
+        error: error instanceof DatabaseTimeoutError ? timedOut(timeoutMs).message : error instanceof Error ? error.message : String(error),
+        ...transportDetails,
+        ...consumerDetails,
+      });
     }
     const figures = healthFigures(stats);
     const problems = thresholdProblems(figures, options);
     if (Object.keys(states).length > 1) problems.unshift(...down.map((name) => `the transport ${JSON.stringify(name)} is unavailable`));
     else if (down.length > 0) problems.unshift('the transport is unavailable');
-    const details = { database: 'reachable', ...transportDetails, ...figures };
+    problems.push(...cancelled.map(({ consumer, queue }) => `the broker cancelled inbox consumer "${consumer}" (queue "${queue}"); it waits for its queue`));
+    const details = { database: 'reachable', ...transportDetails, ...consumerDetails, ...figures };
     return problems.length > 0 ? indicator.down({ ...details, problems }) : indicator.up(details);
   }
 
   /** The admin and transports of the outbox `name`: the default outbox's as injected, a named one's by its tokens. */
-  private outboxParts(name: string | undefined): { admin: OutboxAdmin; transports?: OutboxTransports } {
+  private outboxParts(name: string | undefined): { admin: OutboxAdmin; transports?: OutboxTransports; subscriptions?: InboxSubscriptions } {
     const named = namedOutbox(name);
     if (named === undefined) {
       if (!this.admin)
         throw new OutboxError(
           'OutboxHealthIndicator: the application configures no default outbox; name the outbox to check, isHealthy(key, { outbox: name })',
         );
-      return { admin: this.admin, transports: this.transports };
+      return { admin: this.admin, transports: this.transports, subscriptions: this.subscriptions };
     }
     try {
       return {
         admin: this.moduleRef.get<OutboxAdmin>(getOutboxAdminToken(named), { strict: false }),
         transports: this.moduleRef.get<OutboxTransports>(getOutboxTransportsToken(named), { strict: false }),
+        subscriptions: this.moduleRef.get<InboxSubscriptions>(getInboxSubscriptionsToken(named), { strict: false }),
       };
     } catch {
       throw new OutboxError(
@@ -109,11 +130,15 @@ function transportStates(transports: OutboxTransports | undefined): Record<strin
   return Object.fromEntries(lanes.map(({ name, transport }) => [name, transport.isAvailable?.() === false ? 'unavailable' : 'available']));
 }
 
-/** `work`, or a rejection once `timeoutMs` pass first (the statement itself runs on, unobserved). */
+function timedOut(timeoutMs: number): Error {
+  return new Error(`the database did not answer within ${timeoutMs} ms`);
+}
+
+/** `work`, or a rejection once `timeoutMs` pass first (its statement's own bound closes the connection it is stuck on). */
 function withTimeout<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the database did not answer within ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(() => reject(timedOut(timeoutMs)), timeoutMs);
   });
   // A late failure of the abandoned statement must not become an unhandled rejection.
   work.catch(() => undefined);

@@ -11,6 +11,7 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { decoratedMethods } from './decorated-methods';
 import { golevelup } from '../transport/amqp/golevelup';
 import { InboxConsumers } from './inbox-consumers';
+import { InboxSubscriptions } from './inbox-subscriptions';
 import { callAsNest, runsMethodAlone } from './direct-call';
 import { guardedErrorHandler } from './guarded-error-handler';
 import { CONSUMER_NAME_MAX_LENGTH } from '../message/message-limits';
@@ -30,9 +31,10 @@ import { chosenOutbox, configuredOutboxes } from '../naming/configured-outboxes'
  * bootstrap), checks each is a plain `@RabbitSubscribe` handler on a singleton with a unique
  * consumer name, and prepares it: a deserializer that never throws (so a malformed body reaches
  * the inbox instead of being requeued forever), an error handler that never throws (so a
- * delivery settled on a closed channel does not end the process), and the resolved definition the
- * interceptor and the deferred worker use, including whether the interceptor may call the method
- * directly and the Nest handler chain the worker runs deferred deliveries through.
+ * delivery settled on a closed channel does not end the process), a watch for the broker's cancel
+ * of its consumer, and the resolved definition the interceptor and the deferred worker use,
+ * including whether the interceptor may call the method directly and the Nest handler chain the
+ * worker runs deferred deliveries through.
  */
 @Injectable()
 export class InboxHandlerExplorer implements OnModuleInit {
@@ -45,6 +47,7 @@ export class InboxHandlerExplorer implements OnModuleInit {
     private readonly contextCreator: ExternalContextCreator,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly consumers: InboxConsumers,
+    private readonly subscriptions: InboxSubscriptions,
     private readonly identity: OutboxIdentity,
     @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
   ) {}
@@ -113,6 +116,7 @@ export class InboxHandlerExplorer implements OnModuleInit {
       customDeserializer: rabbit.deserializer !== undefined,
       callDirectly: runsMethodAlone(wrapper.metatype!, methodName, method) ? (callback, args) => callAsNest(callback, wrapper.instance, args) : undefined,
     };
+    this.subscriptions.watch(deserialize, consumer);
     if (definition.mode === 'deferred') this.consumers.registerDeferred({ consumer, runStored: (row, replay) => runStoredDelivery(definition, row, replay) });
     Reflect.defineMetadata(INBOX_HANDLER_DEFINITION, definition, method);
     Reflect.defineMetadata(DECLARED_RABBIT_HANDLER, rabbit, method);

@@ -4,7 +4,7 @@ import { InboxService } from '../inbox/inbox.service';
 import { InboxWorker } from '../inbox/inbox.worker';
 import { Retention } from '../maintenance/retention';
 import { StuckDetector } from '../maintenance/stuck-detector';
-import { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { INBOX_SUBSCRIPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxDispatcher } from '../outbox/outbox.dispatcher';
 import { OutboxService } from '../outbox/outbox.service';
 import { WebhookIntake } from '../webhooks/webhook-intake.service';
@@ -67,4 +67,9 @@ export function getOutboxTransportToken(name?: string): OutboxToken<unknown> {
 /** Token of the outbox `name`'s `OutboxTransports`, every transport by name (`OUTBOX_TRANSPORTS` for the default outbox). */
 export function getOutboxTransportsToken(name?: string): OutboxToken<unknown> {
   return outboxToken(OUTBOX_TRANSPORTS, 'OUTBOX_TRANSPORTS', name);
+}
+
+/** Token of the outbox `name`'s `InboxSubscriptions` (`INBOX_SUBSCRIPTIONS` for the default outbox). */
+export function getInboxSubscriptionsToken(name?: string): OutboxToken<unknown> {
+  return outboxToken(INBOX_SUBSCRIPTIONS, 'INBOX_SUBSCRIPTIONS', name);
 }

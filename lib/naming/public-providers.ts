@@ -4,12 +4,13 @@ import { InboxService } from '../inbox/inbox.service';
 import { InboxWorker } from '../inbox/inbox.worker';
 import { Retention } from '../maintenance/retention';
 import { StuckDetector } from '../maintenance/stuck-detector';
-import { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { INBOX_SUBSCRIPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxDispatcher } from '../outbox/outbox.dispatcher';
 import { OutboxService } from '../outbox/outbox.service';
 import { WebhookIntake } from '../webhooks/webhook-intake.service';
 import {
   getInboxServiceToken,
+  getInboxSubscriptionsToken,
   getInboxWorkerToken,
   getOutboxAdminToken,
   getOutboxDispatcherToken,
@@ -41,6 +42,7 @@ const SERVICES: [service: Type, tokenOf: (name: string) => OutboxToken<unknown>]
 const VALUES: [symbol, (name: string) => OutboxToken<unknown>][] = [
   [OUTBOX_TRANSPORT, getOutboxTransportToken],
   [OUTBOX_TRANSPORTS, getOutboxTransportsToken],
+  [INBOX_SUBSCRIPTIONS, getInboxSubscriptionsToken],
 ];
 
 /**

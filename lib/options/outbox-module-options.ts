@@ -75,6 +75,19 @@ export class OutboxModuleOptions {
   @Min(10)
   pollIntervalMs = 1_000;
 
+  /**
+   * The longest a statement of a request may wait for the database: `publish()`'s and `cancel()`'s
+   * (which then throw `DatabaseTimeoutError`) and a webhook's intake (answered 503 with
+   * `Retry-After`). A database that stops answering, its connections open, would otherwise hold
+   * them until TCP gives up. The connection of a statement that passes it is closed, so the pool
+   * never hands it out again. 0 turns the bound off. The default keeps a webhook's answer within
+   * 5 s, before most senders give up.
+   */
+  @IsInt()
+  @Min(0)
+  @Max(600_000)
+  statementTimeoutMs = 4_000;
+
   /** How long to wait for a broker confirm before the send counts as failed. */
   @IsInt()
   @Min(100)

@@ -16,6 +16,7 @@ import { activeTraceHeaders } from '../observability/outbox-tracing';
 import { transportOf } from './message-router';
 import { OutboxWakeup } from './outbox-wakeup';
 import { CommitHandoff } from './commit-handoff';
+import { withStatementDeadline } from '../dialects/statement-deadline';
 import { OUTBOX_TRANSACTION_HOST } from '../naming/outbox-transaction-host';
 import { OutboxIdentity } from '../naming/outbox-identity';
 
@@ -51,6 +52,7 @@ export class OutboxService {
    * @throws OutboxTransactionRolledBackError when the database server has already rolled the
    *   transaction back (MySQL/MariaDB after a deadlock whose error was caught): retry the whole transaction
    * @throws OutboxMessageInvalidError when the message cannot be stored or sent as given (its `field` names what)
+   * @throws DatabaseTimeoutError when the database does not answer within `statementTimeoutMs`
    */
   async publish<TPayload>(message: OutboxMessage<TPayload>, options?: OutboxWriteOptions): Promise<PublishResult> {
     assertMessageObject(message);
@@ -59,6 +61,12 @@ export class OutboxService {
     const problem = this.transports.get(transport)?.addressProblem?.(message);
     if (problem) throw new OutboxMessageInvalidError(`${problem.message} (transport "${transport}")`, problem.field);
     const manager = this.transactionManager('publish', options);
+    const result = await withStatementDeadline(this.options.statementTimeoutMs, () => this.store(manager, row, transport));
+    if (!result.duplicate) this.identity.emit(OUTBOX_EVENTS.published, () => ({ messageId: row.messageId, type: row.type, transport }));
+    return result;
+  }
+
+  private async store(manager: EntityManager, row: NewOutboxRow, transport: string): Promise<PublishResult> {
     // Sent from memory after the commit where this process's dispatcher takes it; claimed otherwise.
     const claim = this.dialect.insertClaimed ? this.handoff.claimFor(manager, row) : undefined;
     if (claim) {
@@ -69,7 +77,6 @@ export class OutboxService {
       if (!(await this.dialect.insert(manager, row))) return this.duplicateOf(manager, row);
       await this.wakeup.published(manager, transport);
     }
-    this.identity.emit(OUTBOX_EVENTS.published, () => ({ messageId: row.messageId, type: row.type, transport }));
     return { messageId: row.messageId, duplicate: false };
   }
 
@@ -89,7 +96,9 @@ export class OutboxService {
     const kind = type === undefined ? undefined : shortStringText('type', type, false);
     const manager = this.transactionManager('cancel', options);
     // Messages this transaction published to send on commit are PROCESSING, yet never sent: abandoned too.
-    const abandoned = await this.dialect.cancel(manager, key, kind, this.handoff.withdraw(manager, key, kind));
+    const abandoned = await withStatementDeadline(this.options.statementTimeoutMs, () =>
+      this.dialect.cancel(manager, key, kind, this.handoff.withdraw(manager, key, kind)),
+    );
     if (abandoned > 0) this.identity.emit(OUTBOX_EVENTS.abandoned, () => ({ table: 'outbox', count: abandoned }));
     return abandoned;
   }

@@ -4,7 +4,9 @@ import { InboxDialect } from '../dialects/inbox-dialect';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
 import { OUTBOX_EVENTS } from '../observability/outbox-events';
 import { printable } from '../inbox/printable';
-import { INBOX_DIALECT, OUTBOX_DATA_SOURCE } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../outbox.constants';
+import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { withStatementDeadline } from '../dialects/statement-deadline';
 import { describeError } from '../retry/error-classifier';
 import { ArrivedRequest, identifyWebhook } from './identify-webhook';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
@@ -34,7 +36,8 @@ interface LiveResponse {
 /**
  * Stores webhook requests for `@WebhookInbox()` routes: one INSERT of a PENDING inbox row (none
  * for a duplicate), then the answer. Never answers 2xx for what did not commit: a request that
- * could not be stored gets 503 with `Retry-After`, so the sender tries again.
+ * could not be stored, or not within `statementTimeoutMs`, gets 503 with `Retry-After`, so the
+ * sender tries again.
  */
 @Injectable()
 export class WebhookIntake {
@@ -43,6 +46,7 @@ export class WebhookIntake {
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
     @Inject(INBOX_DIALECT) private readonly dialect: InboxDialect,
+    @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly wakeup: InboxWakeup,
     private readonly identity: OutboxIdentity,
   ) {}
@@ -66,7 +70,7 @@ export class WebhookIntake {
     this.identity.emit(OUTBOX_EVENTS.received, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     let stored: boolean;
     try {
-      stored = await this.dialect.insertPending(this.dataSource, row);
+      stored = await withStatementDeadline(this.options.statementTimeoutMs, () => this.dialect.insertPending(this.dataSource, row));
     } catch (error) {
       this.logger.error(`${printable(definition.consumer)} could not store message ${printable(row.messageId)}, answered 503: ${describeError(error, 500)}`);
       setHeader(response, 'Retry-After', String(RETRY_AFTER_SECONDS));

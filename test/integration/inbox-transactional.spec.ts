@@ -172,6 +172,13 @@ describe('@InboxHandler in transactional mode', () => {
   it.each([
     ['invalid JSON', Buffer.from('{"orderId": 5,'), { messageId: randomUUID() }, /not valid JSON/],
     ['an empty body', Buffer.alloc(0), { messageId: randomUUID() }, /body is empty/],
+    // Parses once decoded, but only because the decoder put U+FFFD where the broken bytes were.
+    [
+      'JSON with invalid UTF-8 in a string',
+      Buffer.from([...Buffer.from('{"orderId": 950, "note": "'), 0xc3, 0x28, ...Buffer.from('"}')]),
+      { messageId: randomUUID() },
+      /not valid UTF-8/,
+    ],
     ['no message id', { orderId: 6 }, {}, /no messageId/],
   ])(
     'dead-letters a message with %s and keeps it as MANUAL_REQUIRED with its error',

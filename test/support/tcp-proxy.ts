@@ -23,6 +23,11 @@ export class TcpProxy {
     return proxy;
   }
 
+  /** Sockets open on either side (two per forwarded connection, one per swallowed one): a closed connection leaves. */
+  get openSockets(): number {
+    return this.sockets.size;
+  }
+
   /** The proxied URL: `url` with its host and port replaced by the proxy's. */
   rewrite(url: string): string {
     const parsed = new URL(url);
@@ -39,13 +44,15 @@ export class TcpProxy {
 
   /**
    * From now on nothing is forwarded either way and new connections are accepted but never
-   * answered: requests hang until their own timeouts. `restore()` resets what it swallowed.
+   * answered: requests hang until their own timeouts. What peers send is read and dropped, so a
+   * peer that closes its connection is seen to go (`openSockets`). `restore()` resets what it swallowed.
    */
   blackHole(): void {
     this.swallowing = true;
     for (const socket of this.sockets) {
       socket.unpipe();
-      socket.pause();
+      // Read and dropped rather than paused: a peer that closes its connection is seen to go.
+      socket.resume();
     }
   }
 
@@ -72,7 +79,7 @@ export class TcpProxy {
     }
     if (this.swallowing) {
       this.sockets.add(client);
-      client.pause();
+      client.resume();
       client.on('error', () => undefined);
       client.on('close', () => this.sockets.delete(client));
       return;
