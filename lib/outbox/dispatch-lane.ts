@@ -10,6 +10,7 @@ import { ClaimRef, FailedSettlement } from '../engine/state-table';
 import { MessageStatus } from '../message/message-status';
 import { errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, spansMayRecord, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
+import { sendSpanAttributes, sendSpanName } from './send-span';
 import { OutboxTransport } from '../transport/outbox-transport';
 import { OutboxIdentity } from '../naming/outbox-identity';
 import { describeError } from '../retry/error-classifier';
@@ -264,15 +265,12 @@ export class DispatchLane implements HandoffLane {
    * the message carries on (where an SDK records spans; otherwise a plain send).
    */
   private async sendTraced(message: ClaimedMessage): Promise<void> {
-    const destination = message.destination || message.exchange || message.routingKey;
-    const operation = startSpanFrom(message.headers, `send ${destination || this.spec.name}`, 'producer', {
-      'messaging.operation.type': 'send',
-      'messaging.operation.name': 'send',
-      'messaging.destination.name': destination,
-      'messaging.message.id': message.messageId,
-      'outbox.transport': this.spec.name,
-      'outbox.attempt': message.attempts + 1,
-    });
+    const operation = startSpanFrom(
+      message.headers,
+      sendSpanName(message, this.spec.name),
+      'producer',
+      sendSpanAttributes(this.spec.transport, message, this.spec.name),
+    );
     if (!operation) return this.spec.transport.send(message);
     try {
       await this.spec.transport.send({ ...message, headers: withTraceContext(message.headers, operation) });

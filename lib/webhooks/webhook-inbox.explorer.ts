@@ -77,6 +77,7 @@ export class WebhookInboxExplorer implements OnModuleInit {
     let call: StoredRequestCall | undefined;
     this.consumers.registerDeferred({
       consumer: definition.consumer,
+      messagingSystem: 'webhook',
       runStored: async (row: ClaimedInboxMessage, replay: DeferredReplay) => {
         const request = storedWebhookRequest(row);
         // Built at the first run, long after every enhancer (global pipes included) is registered.

@@ -85,6 +85,11 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
     this.connection?.close();
   }
 
+  /** `messaging.system` of the send spans: the broker of the client's Nest transport (`nats`, `redis`, `kafka`, …). */
+  get messagingSystem(): string | undefined {
+    return this.client ? clientMessagingSystem(this.client) : undefined;
+  }
+
   isAvailable(): boolean {
     return this.connection?.available ?? false;
   }
@@ -150,4 +155,24 @@ function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise
     timer = setTimeout(() => reject(timedOut()), ms);
   });
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** Nest's client classes by the broker they speak to, as `messaging.system` names it. */
+const SYSTEM_OF_CLIENT: Record<string, string> = {
+  ClientNats: 'nats',
+  ClientRedis: 'redis',
+  ClientKafka: 'kafka',
+  ClientRMQ: 'rabbitmq',
+  ClientMqtt: 'mqtt',
+  ClientGrpcProxy: 'grpc',
+  ClientTCP: 'tcp',
+};
+
+/** The messaging system of a Nest client, by its class (a subclass counts as its Nest parent); undefined for a custom one. */
+function clientMessagingSystem(client: object): string | undefined {
+  for (let proto = Object.getPrototypeOf(client); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    const system = SYSTEM_OF_CLIENT[(proto.constructor as { name?: string })?.name ?? ''];
+    if (system) return system;
+  }
+  return undefined;
 }

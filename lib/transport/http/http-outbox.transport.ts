@@ -4,7 +4,7 @@ import { printable } from '../../inbox/printable';
 import { OUTBOX_OPTIONS } from '../../outbox.constants';
 import { OutboxModuleOptions } from '../../options/outbox-module-options';
 import { signWebhook } from '../../webhooks/standard-webhooks';
-import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from '../outbox-transport';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../outbox-transport';
 import { DEFAULT_HTTP_TIMEOUT_MS, HttpEndpoint, HttpOutboxTransportOptions, httpTransportOptionProblems } from './http-endpoint';
 import { OPEN_AFTER_FAILURES } from './endpoint-circuit';
 import { ATTEMPT_HEADER, PUBLISHED_AT_HEADER } from '../delivery-headers';
@@ -80,6 +80,17 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
     if (problems.length > 0) throw new OutboxOptionsError(problems);
     for (const [name, endpoint] of endpoints) this.endpoints.set(name, endpoint);
     this.circuits = new EndpointCircuits(endpoints.keys());
+  }
+
+  /** `messaging.system` of the send spans: Standard Webhooks over HTTP, not a broker. */
+  readonly messagingSystem = 'webhook';
+
+  /** The host and port of the endpoint the message names, from its configured URL. */
+  serverAddress(message: OutgoingMessage): ServerAddress | undefined {
+    const endpoint = this.endpoints.get(message.destination);
+    if (!endpoint) return undefined;
+    const url = new URL(endpoint.url);
+    return { address: url.hostname, port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80 };
   }
 
   isAvailable(): boolean {
