@@ -1,9 +1,12 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, ObservableGauge } from '@opentelemetry/api';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
 import { TableStats } from '../admin/outbox-stats';
-import { OUTBOX_OPTIONS } from '../outbox.constants';
+import { OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { InboxConsumers } from '../inbox/inbox-consumers';
+import { OutboxTransports } from '../transport/outbox-transports';
+import { ParkedKey } from '../engine/state-table';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
 import { openTelemetryIfInstalled } from './opentelemetry';
@@ -21,6 +24,35 @@ const STATUS = 'outbox.status';
 const OUTBOX_NAME = 'outbox.name';
 /** Bucket bounds in seconds, from a millisecond to a minute (the SDK's default bounds are made for milliseconds). */
 const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+/**
+ * The most parked keys one collection counts per table: the gauge reads them through
+ * `OutboxAdmin.parkedKeys()`, a list, and an alert needs "some", not an exact census.
+ */
+const PARKED_KEYS_COUNTED = 10_000;
+
+/**
+ * The names of the library's metrics, as instruments are named. Durations end in their unit
+ * (`_seconds`): Prometheus exporters that do not add the unit themselves (the JavaScript one does
+ * not) expose them as `…_seconds`, and those that follow the OpenTelemetry → Prometheus rules see
+ * the unit already in the name and add nothing.
+ */
+export const METRIC_NAMES = {
+  published: 'outbox.messages.published',
+  sent: 'outbox.messages.sent',
+  retries: 'outbox.retries',
+  manualRequired: 'outbox.manual_required',
+  abandoned: 'outbox.abandoned',
+  claimsLost: 'outbox.claims_lost',
+  received: 'outbox.inbox.received',
+  duplicates: 'outbox.inbox.duplicates',
+  handled: 'outbox.inbox.handled',
+  publishToSent: 'outbox.publish_to_sent.duration_seconds',
+  sendDuration: 'messaging.client.operation.duration_seconds',
+  processDuration: 'messaging.process.duration_seconds',
+  rows: 'outbox.rows',
+  lag: 'outbox.lag_seconds',
+  parkedKeys: 'outbox.parked_keys',
+} as const;
 
 /** The instruments, created once the API is there. */
 interface Instruments {
@@ -38,6 +70,7 @@ interface Instruments {
   processDuration: Histogram;
   rows: ObservableGauge;
   lag: ObservableGauge;
+  parkedKeys: ObservableGauge;
 }
 
 /**
@@ -50,12 +83,13 @@ interface Instruments {
  * semantic conventions use them.
  */
 @Injectable()
-export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
+export class OutboxMetrics implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(this.identity.logContext(OutboxMetrics.name));
   private readonly subscriptions: [string, (message: unknown) => void][] = [];
   private meter?: Meter;
   private collectStats?: (result: BatchObservableResult) => Promise<void>;
   private observables: ObservableGauge[] = [];
+  private instruments?: Instruments;
   /** Laid over every recorded attribute set: a named outbox's name, nothing for the default outbox. */
   private readonly outboxAttributes: Attributes = this.identity.name === undefined ? {} : { [OUTBOX_NAME]: this.identity.name };
 
@@ -63,6 +97,8 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
     @Inject(OUTBOX_ADMIN) private readonly admin: OutboxAdmin,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly identity: OutboxIdentity,
+    @Inject(OUTBOX_TRANSPORTS) private readonly transports: OutboxTransports,
+    private readonly consumers: InboxConsumers,
   ) {}
 
   onModuleInit(): void {
@@ -73,11 +109,41 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
     if (meter === api.createNoopMeter()) return;
     this.meter = meter;
     const instruments = this.createInstruments(this.meter);
+    this.instruments = instruments;
     this.listen(instruments);
     if (!this.options.tableMetrics) return;
     this.collectStats = (result) => this.observeTables(instruments, result);
-    this.observables = [instruments.rows, instruments.lag];
+    this.observables = [instruments.rows, instruments.lag, instruments.parkedKeys];
     this.meter.addBatchObservableCallback(this.collectStats, this.observables);
+  }
+
+  /**
+   * Exports every counter at 0 for each transport and consumer, once the consumers are known (the
+   * explorers name them at module init): a series that first appears at 1 has no earlier sample, so
+   * `increase()` and `rate()` would miss the first give-up after a restart.
+   */
+  onApplicationBootstrap(): void {
+    const m = this.instruments;
+    if (!m) return;
+    for (const transport of this.transports.names()) {
+      const attributes = { [TRANSPORT]: transport };
+      m.published.add(0, attributes);
+      m.sent.add(0, attributes);
+      m.retries.add(0, { [TABLE]: 'outbox', ...attributes });
+      m.manualRequired.add(0, { [TABLE]: 'outbox', ...attributes });
+    }
+    for (const consumer of this.consumers.all) {
+      const attributes = { [CONSUMER]: consumer };
+      m.received.add(0, attributes);
+      m.duplicates.add(0, attributes);
+      m.handled.add(0, attributes);
+      m.retries.add(0, { [TABLE]: 'inbox', ...attributes });
+      m.manualRequired.add(0, { [TABLE]: 'inbox', ...attributes });
+    }
+    for (const table of ['outbox', 'inbox']) {
+      m.abandoned.add(0, { [TABLE]: table });
+      m.claimsLost.add(0, { [TABLE]: table });
+    }
   }
 
   onModuleDestroy(): void {
@@ -89,21 +155,26 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
     const counter = (name: string, description: string) => counterWith(meter.createCounter(name, { description, unit: '{message}' }), this.outboxAttributes);
     const seconds = (name: string, description: string) =>
       histogramWith(meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: SECONDS_BUCKETS } }), this.outboxAttributes);
+    const n = METRIC_NAMES;
     return {
-      published: counter('outbox.messages.published', 'Outbox messages stored by publish() (counted in the publishing transaction, which may still roll back)'),
-      sent: counter('outbox.messages.sent', 'Outbox messages a transport took responsibility for'),
-      retries: counter('outbox.retries', 'Failed attempts scheduled for a retry (outbox sends and inbox handlers)'),
-      manualRequired: counter('outbox.manual_required', 'Messages and deliveries given up on (MANUAL_REQUIRED)'),
-      abandoned: counter('outbox.abandoned', 'Messages abandoned before being sent or processed'),
-      claimsLost: counter('outbox.claims_lost', 'Claims found taken over when settled'),
-      received: counter('outbox.inbox.received', 'Deliveries and webhooks that reached an inbox consumer'),
-      duplicates: counter('outbox.inbox.duplicates', 'Deliveries skipped as already stored or processed'),
-      handled: counter('outbox.inbox.handled', 'Inbox handlers whose effects committed'),
-      publishToSent: seconds('outbox.publish_to_sent.duration', "From an outbox message's insert (database clock) to its transport's acknowledgement"),
-      sendDuration: seconds('messaging.client.operation.duration', "One send by an outbox transport (messaging.operation.type 'send'), whatever its outcome"),
-      processDuration: seconds('messaging.process.duration', "An inbox handler with its transaction (messaging.operation.type 'process')"),
-      rows: meter.createObservableGauge('outbox.rows', { description: 'Rows of the outbox and inbox tables by status', unit: '{message}' }),
-      lag: meter.createObservableGauge('outbox.lag', { description: 'How long the oldest due row has waited past its time', unit: 's' }),
+      published: counter(n.published, 'Outbox messages stored by publish() (counted in the publishing transaction, which may still roll back)'),
+      sent: counter(n.sent, 'Outbox messages a transport took responsibility for'),
+      retries: counter(n.retries, 'Failed attempts scheduled for a retry (outbox sends and inbox handlers)'),
+      manualRequired: counter(n.manualRequired, 'Messages and deliveries given up on (MANUAL_REQUIRED)'),
+      abandoned: counter(n.abandoned, 'Messages abandoned before being sent or processed'),
+      claimsLost: counter(n.claimsLost, 'Claims found taken over when settled'),
+      received: counter(n.received, 'Deliveries and webhooks that reached an inbox consumer'),
+      duplicates: counter(n.duplicates, 'Deliveries skipped as already stored or processed'),
+      handled: counter(n.handled, 'Inbox handlers whose effects committed'),
+      publishToSent: seconds(n.publishToSent, "From an outbox message's insert (database clock) to its transport's acknowledgement"),
+      sendDuration: seconds(n.sendDuration, "One send by an outbox transport (messaging.operation.type 'send'), whatever its outcome"),
+      processDuration: seconds(n.processDuration, "An inbox handler with its transaction (messaging.operation.type 'process')"),
+      rows: meter.createObservableGauge(n.rows, { description: 'Rows of the outbox and inbox tables by status', unit: '{message}' }),
+      lag: meter.createObservableGauge(n.lag, { description: 'How long the oldest due row has waited past its time', unit: 's' }),
+      parkedKeys: meter.createObservableGauge(n.parkedKeys, {
+        description: 'Ordering keys held back by a MANUAL_REQUIRED head message, which an operator requeues or abandons',
+        unit: '{key}',
+      }),
     };
   }
 
@@ -179,6 +250,35 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
     };
     for (const [transport, figures] of Object.entries(stats.outbox.byTransport)) observe('outbox', { [TRANSPORT]: transport }, figures);
     for (const [consumer, figures] of Object.entries(stats.inbox.byConsumer)) observe('inbox', { [CONSUMER]: consumer }, figures);
+    await this.observeParkedKeys(m, result, Object.keys(stats.outbox.byTransport), Object.keys(stats.inbox.byConsumer));
+  }
+
+  /**
+   * Parked keys per transport and per consumer: 0 for every one known (configured, or with rows),
+   * so that an alert on `> 0` has a series to watch before the first key parks.
+   */
+  private async observeParkedKeys(m: Instruments, result: BatchObservableResult, transportsWithRows: string[], consumersWithRows: string[]): Promise<void> {
+    let outbox: ParkedKey[];
+    let inbox: ParkedKey[];
+    try {
+      [outbox, inbox] = await Promise.all([this.admin.parkedKeys(PARKED_KEYS_COUNTED), this.admin.parkedInboxKeys(PARKED_KEYS_COUNTED)]);
+    } catch (error) {
+      this.logger.warn(`Reading the parked keys for metrics failed: ${describeError(error, 300)}`);
+      return;
+    }
+    const count = (keys: ParkedKey[], names: Iterable<string>, nameOf: (key: ParkedKey) => string | null) => {
+      const counts = new Map<string, number>();
+      for (const name of names) counts.set(name, 0);
+      for (const key of keys) {
+        const name = nameOf(key) ?? '';
+        counts.set(name, (counts.get(name) ?? 0) + 1);
+      }
+      return counts;
+    };
+    for (const [transport, parked] of count(outbox, [...this.transports.names(), ...transportsWithRows], (key) => key.transport))
+      result.observe(m.parkedKeys, parked, { [TABLE]: 'outbox', [TRANSPORT]: transport, ...this.outboxAttributes });
+    for (const [consumer, parked] of count(inbox, [...this.consumers.all, ...consumersWithRows], (key) => key.consumer))
+      result.observe(m.parkedKeys, parked, { [TABLE]: 'inbox', [CONSUMER]: consumer, ...this.outboxAttributes });
   }
 }
 
