@@ -1,14 +1,16 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, ObservableGauge } from '@opentelemetry/api';
+import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, ObservableGauge, ObservableResult } from '@opentelemetry/api';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
 import { TableStats } from '../admin/outbox-stats';
 import { OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { InboxConsumers } from '../inbox/inbox-consumers';
 import { OutboxTransports } from '../transport/outbox-transports';
+import type { OutboxTransport } from '../transport/outbox-transport';
 import { ParkedKey } from '../engine/state-table';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
+import { METRIC_NAMES } from './metric-names';
 import { openTelemetryIfInstalled } from './opentelemetry';
 import { OUTBOX_EVENTS, OutboxEventMap, OutboxEventName, OutboxEventScope } from './outbox-events';
 import { OutboxIdentity } from '../naming/outbox-identity';
@@ -30,30 +32,6 @@ const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
  */
 const PARKED_KEYS_COUNTED = 10_000;
 
-/**
- * The names of the library's metrics, as instruments are named. Durations end in their unit
- * (`_seconds`): Prometheus exporters that do not add the unit themselves (the JavaScript one does
- * not) expose them as `…_seconds`, and those that follow the OpenTelemetry → Prometheus rules see
- * the unit already in the name and add nothing.
- */
-export const METRIC_NAMES = {
-  published: 'outbox.messages.published',
-  sent: 'outbox.messages.sent',
-  retries: 'outbox.retries',
-  manualRequired: 'outbox.manual_required',
-  abandoned: 'outbox.abandoned',
-  claimsLost: 'outbox.claims_lost',
-  received: 'outbox.inbox.received',
-  duplicates: 'outbox.inbox.duplicates',
-  handled: 'outbox.inbox.handled',
-  publishToSent: 'outbox.publish_to_sent.duration_seconds',
-  sendDuration: 'messaging.client.operation.duration_seconds',
-  processDuration: 'messaging.process.duration_seconds',
-  rows: 'outbox.rows',
-  lag: 'outbox.lag_seconds',
-  parkedKeys: 'outbox.parked_keys',
-} as const;
-
 /** The instruments, created once the API is there. */
 interface Instruments {
   published: Counter;
@@ -71,6 +49,7 @@ interface Instruments {
   rows: ObservableGauge;
   lag: ObservableGauge;
   parkedKeys: ObservableGauge;
+  transportUp: ObservableGauge;
 }
 
 /**
@@ -90,6 +69,7 @@ export class OutboxMetrics implements OnModuleInit, OnApplicationBootstrap, OnMo
   private collectStats?: (result: BatchObservableResult) => Promise<void>;
   private observables: ObservableGauge[] = [];
   private instruments?: Instruments;
+  private observeTransports?: (result: ObservableResult) => void;
   /** Laid over every recorded attribute set: a named outbox's name, nothing for the default outbox. */
   private readonly outboxAttributes: Attributes = this.identity.name === undefined ? {} : { [OUTBOX_NAME]: this.identity.name };
 
@@ -111,6 +91,10 @@ export class OutboxMetrics implements OnModuleInit, OnApplicationBootstrap, OnMo
     const instruments = this.createInstruments(this.meter);
     this.instruments = instruments;
     this.listen(instruments);
+    this.observeTransports = (result) => {
+      for (const lane of this.transports.lanes()) result.observe(isUp(lane.transport) ? 1 : 0, { [TRANSPORT]: lane.name, ...this.outboxAttributes });
+    };
+    instruments.transportUp.addCallback(this.observeTransports);
     if (!this.options.tableMetrics) return;
     this.collectStats = (result) => this.observeTables(instruments, result);
     this.observables = [instruments.rows, instruments.lag, instruments.parkedKeys];
@@ -149,6 +133,7 @@ export class OutboxMetrics implements OnModuleInit, OnApplicationBootstrap, OnMo
   onModuleDestroy(): void {
     for (const [name, listener] of this.subscriptions.splice(0)) unsubscribe(name, listener);
     if (this.meter && this.collectStats) this.meter.removeBatchObservableCallback(this.collectStats, this.observables);
+    if (this.instruments && this.observeTransports) this.instruments.transportUp.removeCallback(this.observeTransports);
   }
 
   private createInstruments(meter: Meter): Instruments {
@@ -174,6 +159,9 @@ export class OutboxMetrics implements OnModuleInit, OnApplicationBootstrap, OnMo
       parkedKeys: meter.createObservableGauge(n.parkedKeys, {
         description: 'Ordering keys held back by a MANUAL_REQUIRED head message, which an operator requeues or abandons',
         unit: '{key}',
+      }),
+      transportUp: meter.createObservableGauge(n.transportUp, {
+        description: "1 while a transport can send (a broker connected, an endpoint's circuit closed), 0 while its lane claims nothing",
       }),
     };
   }
@@ -293,6 +281,15 @@ function memoized(build: (key: string) => Attributes): (key: string) => Attribut
     if (!attributes) built.set(key, (attributes = build(key)));
     return attributes;
   };
+}
+
+/** Whether a transport could send now, as its lane judges it (a transport without `isAvailable` always can). */
+function isUp(transport: OutboxTransport): boolean {
+  try {
+    return transport.isAvailable?.() ?? true;
+  } catch {
+    return false;
+  }
 }
 
 /** `counter`, recording `extra` with every value. */

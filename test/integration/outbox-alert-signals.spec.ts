@@ -93,6 +93,17 @@ describeOn(['postgres', 'mariadb', 'mysql'], 'What alerts read: the Prometheus s
     expect(sample(text, 'outbox_parked_keys', inbox)).toBe(0);
   });
 
+  it('reports whether each transport can send', async () => {
+    const kit = OutboxTestKit.from(app);
+    expect(sample(await scrape(), 'outbox_transport_up', { outbox_transport: 'default' })).toBe(1);
+    kit.transport.setAvailable(false);
+    try {
+      expect(sample(await scrape(), 'outbox_transport_up', { outbox_transport: 'default' })).toBe(0);
+    } finally {
+      kit.transport.setAvailable(true);
+    }
+  });
+
   it(
     'names durations in seconds, counts a parked key, and logs the give-up with its message',
     async () => {
