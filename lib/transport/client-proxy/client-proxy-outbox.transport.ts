@@ -53,6 +53,7 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
   private connection?: ClientConnection;
   private name = '';
   private timeoutMs = 0;
+  private system?: string;
 
   /**
    * Nest creates it: inject it rather than constructing it.
@@ -71,6 +72,7 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
     this.timeoutMs = timeoutMs;
     this.name = tokenName(this.configured.client);
     this.client = this.resolveClient(this.configured.client);
+    this.system = clientMessagingSystem(this.client);
     this.connection = new ClientConnection(this.client, this.name, this.logger);
     this.connection.watch();
   }
@@ -87,7 +89,7 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
 
   /** `messaging.system` of the send spans: the broker of the client's Nest transport (`nats`, `redis`, `kafka`, …). */
   get messagingSystem(): string | undefined {
-    return this.client ? clientMessagingSystem(this.client) : undefined;
+    return this.system;
   }
 
   isAvailable(): boolean {

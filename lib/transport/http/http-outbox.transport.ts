@@ -66,6 +66,8 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
   /** The same with their timeouts resolved, at module init. */
   private readonly endpoints = new Map<string, HttpEndpoint & { timeoutMs: number }>();
   private circuits = new EndpointCircuits([]);
+  /** Each endpoint's host and port, for the send spans. */
+  private readonly servers = new Map<string, ServerAddress>();
 
   /**
    * Nest creates it: inject it rather than constructing it.
@@ -78,7 +80,11 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
     if (!this.configured) throw new OutboxOptionsError(['transport: use HttpOutboxTransport.for({ endpoints }), not the bare class']);
     const { endpoints, problems } = resolveTimeouts(this.configured, this.options.sendTimeoutMs);
     if (problems.length > 0) throw new OutboxOptionsError(problems);
-    for (const [name, endpoint] of endpoints) this.endpoints.set(name, endpoint);
+    for (const [name, endpoint] of endpoints) {
+      this.endpoints.set(name, endpoint);
+      const url = new URL(endpoint.url);
+      this.servers.set(name, { address: url.hostname, port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80 });
+    }
     this.circuits = new EndpointCircuits(endpoints.keys());
   }
 
@@ -87,10 +93,7 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
 
   /** The host and port of the endpoint the message names, from its configured URL. */
   serverAddress(message: OutgoingMessage): ServerAddress | undefined {
-    const endpoint = this.endpoints.get(message.destination);
-    if (!endpoint) return undefined;
-    const url = new URL(endpoint.url);
-    return { address: url.hostname, port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80 };
+    return this.servers.get(message.destination);
   }
 
   isAvailable(): boolean {
