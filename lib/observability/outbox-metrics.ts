@@ -2,55 +2,25 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, On
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, ObservableGauge, ObservableResult } from '@opentelemetry/api';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
-import { TableStats } from '../admin/outbox-stats';
 import { OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { InboxConsumers } from '../inbox/inbox-consumers';
 import { OutboxTransports } from '../transport/outbox-transports';
 import type { OutboxTransport } from '../transport/outbox-transport';
-import { ParkedKey } from '../engine/state-table';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
+import { CONSUMER, OUTBOX_NAME, TABLE, TRANSPORT } from './metric-attributes';
 import { METRIC_NAMES } from './metric-names';
+import { Instruments } from './metric-instruments';
+import { TableGauges } from './table-gauges';
 import { openTelemetryIfInstalled } from './opentelemetry';
 import { OUTBOX_EVENTS, OutboxEventMap, OutboxEventName, OutboxEventScope } from './outbox-events';
 import { OutboxIdentity } from '../naming/outbox-identity';
 import { OUTBOX_ADMIN } from '../naming/public-providers';
 
-/** The meter's name and the attribute keys of the library's metrics. */
+/** The meter's name. */
 export const METER_NAME = 'nestjs-outbox';
-const TABLE = 'outbox.table';
-const TRANSPORT = 'outbox.transport';
-const CONSUMER = 'messaging.consumer.group.name';
-const STATUS = 'outbox.status';
-/** Set only on a named outbox's metrics: the default outbox's keep the attributes they always had. */
-const OUTBOX_NAME = 'outbox.name';
 /** Bucket bounds in seconds, from a millisecond to a minute (the SDK's default bounds are made for milliseconds). */
 const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-/**
- * The most parked keys one collection counts per table: the gauge reads them through
- * `OutboxAdmin.parkedKeys()`, a list, and an alert needs "some", not an exact census.
- */
-const PARKED_KEYS_COUNTED = 10_000;
-
-/** The instruments, created once the API is there. */
-interface Instruments {
-  published: Counter;
-  sent: Counter;
-  retries: Counter;
-  manualRequired: Counter;
-  abandoned: Counter;
-  claimsLost: Counter;
-  received: Counter;
-  duplicates: Counter;
-  handled: Counter;
-  publishToSent: Histogram;
-  sendDuration: Histogram;
-  processDuration: Histogram;
-  rows: ObservableGauge;
-  lag: ObservableGauge;
-  parkedKeys: ObservableGauge;
-  transportUp: ObservableGauge;
-}
 
 /**
  * Records the library's events (`OUTBOX_EVENTS`) as OpenTelemetry metrics, through the global
@@ -96,7 +66,8 @@ export class OutboxMetrics implements OnModuleInit, OnApplicationBootstrap, OnMo
     };
     instruments.transportUp.addCallback(this.observeTransports);
     if (!this.options.tableMetrics) return;
-    this.collectStats = (result) => this.observeTables(instruments, result);
+    const gauges = new TableGauges(instruments, this.admin, this.transports, this.consumers, this.outboxAttributes, this.logger);
+    this.collectStats = (result) => gauges.observe(result);
     this.observables = [instruments.rows, instruments.lag, instruments.parkedKeys];
     this.meter.addBatchObservableCallback(this.collectStats, this.observables);
   }
@@ -219,54 +190,6 @@ export class OutboxMetrics implements OnModuleInit, OnApplicationBootstrap, OnMo
     };
     subscribe(name, listener);
     this.subscriptions.push([name, listener]);
-  }
-
-  /** The tables' rows by status and their lag, per transport and per consumer, from one stats() snapshot. */
-  private async observeTables(m: Instruments, result: BatchObservableResult): Promise<void> {
-    let stats;
-    try {
-      stats = await this.admin.stats();
-    } catch (error) {
-      // A collection without these figures, rather than a failed export of every other metric.
-      this.logger.warn(`Reading the outbox stats for metrics failed: ${describeError(error, 300)}`);
-      return;
-    }
-    const observe = (table: 'outbox' | 'inbox', attributes: Attributes, figures: TableStats) => {
-      for (const [status, count] of Object.entries(figures.counts))
-        result.observe(m.rows, count, { [TABLE]: table, [STATUS]: status, ...attributes, ...this.outboxAttributes });
-      result.observe(m.lag, figures.lagMs / 1_000, { [TABLE]: table, ...attributes, ...this.outboxAttributes });
-    };
-    for (const [transport, figures] of Object.entries(stats.outbox.byTransport)) observe('outbox', { [TRANSPORT]: transport }, figures);
-    for (const [consumer, figures] of Object.entries(stats.inbox.byConsumer)) observe('inbox', { [CONSUMER]: consumer }, figures);
-    await this.observeParkedKeys(m, result, Object.keys(stats.outbox.byTransport), Object.keys(stats.inbox.byConsumer));
-  }
-
-  /**
-   * Parked keys per transport and per consumer: 0 for every one known (configured, or with rows),
-   * so that an alert on `> 0` has a series to watch before the first key parks.
-   */
-  private async observeParkedKeys(m: Instruments, result: BatchObservableResult, transportsWithRows: string[], consumersWithRows: string[]): Promise<void> {
-    let outbox: ParkedKey[];
-    let inbox: ParkedKey[];
-    try {
-      [outbox, inbox] = await Promise.all([this.admin.parkedKeys(PARKED_KEYS_COUNTED), this.admin.parkedInboxKeys(PARKED_KEYS_COUNTED)]);
-    } catch (error) {
-      this.logger.warn(`Reading the parked keys for metrics failed: ${describeError(error, 300)}`);
-      return;
-    }
-    const count = (keys: ParkedKey[], names: Iterable<string>, nameOf: (key: ParkedKey) => string | null) => {
-      const counts = new Map<string, number>();
-      for (const name of names) counts.set(name, 0);
-      for (const key of keys) {
-        const name = nameOf(key) ?? '';
-        counts.set(name, (counts.get(name) ?? 0) + 1);
-      }
-      return counts;
-    };
-    for (const [transport, parked] of count(outbox, [...this.transports.names(), ...transportsWithRows], (key) => key.transport))
-      result.observe(m.parkedKeys, parked, { [TABLE]: 'outbox', [TRANSPORT]: transport, ...this.outboxAttributes });
-    for (const [consumer, parked] of count(inbox, [...this.consumers.all, ...consumersWithRows], (key) => key.consumer))
-      result.observe(m.parkedKeys, parked, { [TABLE]: 'inbox', [CONSUMER]: consumer, ...this.outboxAttributes });
   }
 }
 
