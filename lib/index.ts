@@ -22,7 +22,7 @@ export { StuckDetector } from './maintenance/stuck-detector';
 export type { StuckCheckReport } from './maintenance/stuck-detector';
 export { MessageStatus } from './message/message-status';
 export type { OutboxMessage, OutboxWriteOptions, PublishResult } from './message/outbox-message';
-export type { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from './transport/outbox-transport';
+export type { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from './transport/outbox-transport';
 export type { OutboxTransports, TransportLane } from './transport/outbox-transports';
 export type { OutboxLaneOptions, OutboxTransportEntry } from './options/transport-lanes';
 export { ATTEMPT_HEADER, deliveryHeaders, PUBLISHED_AT_HEADER } from './transport/delivery-headers';

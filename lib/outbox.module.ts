@@ -48,6 +48,7 @@ import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
 import { OutboxMetrics } from './observability/outbox-metrics';
 import { openWorkerDataSource, WorkerDataSourceCloser } from './dialects/worker-data-source';
 import { WebhookInboxExplorer } from './webhooks/webhook-inbox.explorer';
+import { WebhookRefusalWatch } from './webhooks/webhook-refusal-watch';
 import { namedOutbox } from './naming/outbox-name';
 import { OutboxIdentity } from './naming/outbox-identity';
 import { outboxTransactionHostProvider } from './naming/outbox-transaction-host';
@@ -155,6 +156,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     { provide: INBOX_SUBSCRIPTIONS, useExisting: InboxSubscriptions },
     InboxHandlerExplorer,
     WebhookInboxExplorer,
+    WebhookRefusalWatch,
     OutboxMetrics,
     // OutboxService, OutboxDispatcher, InboxService, InboxWorker, WebhookIntake, StuckDetector,
     // Retention and OutboxAdmin, under the tokens of the outbox's name.

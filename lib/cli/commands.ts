@@ -2,6 +2,7 @@ import { abandonCommand } from './abandon-command';
 import { CliCommand } from './cli-command';
 import { listCommand } from './list-command';
 import { migrateCommand } from './migrate-command';
+import { parkedCommand } from './parked-command';
 import { purgeCommand } from './purge-command';
 import { replayCommand } from './replay-command';
 import { requeueCommand } from './requeue-command';
@@ -14,6 +15,7 @@ export const COMMANDS: readonly CliCommand[] = [
   migrateCommand,
   sqlCommand,
   listCommand,
+  parkedCommand,
   requeueCommand,
   abandonCommand,
   purgeCommand,

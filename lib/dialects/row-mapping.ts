@@ -94,6 +94,8 @@ export function toParkedKey(row: SelectedRow): ParkedKey {
     orderingKey: row.ordering_key,
     // Selected as `scope`: the consumer in the inbox, NULL in the outbox.
     consumer: row.scope,
+    // Selected only from the outbox, whose rows name their transport.
+    transport: row.transport ?? null,
     messageId: row.message_id,
     type: row.message_type,
     attempts: row.attempts,

@@ -192,7 +192,8 @@ export abstract class SqlStateTable implements StateTable {
   async findParkedKeys(dataSource: DataSource, limit: number): Promise<ParkedKey[]> {
     const result = await this.flavour.run(
       dataSource,
-      `SELECT c.ordering_key, ${this.scope ? `c.${this.scope}` : 'NULL'} AS scope, c.message_id, c.message_type,
+      `SELECT c.ordering_key, ${this.scope ? `c.${this.scope}` : 'NULL'} AS scope, ${this.summaryScope === 'transport' ? 'c.transport' : 'NULL'} AS transport,
+              c.message_id, c.message_type,
               c.attempts, c.last_error, ${this.flavour.laterUnfinishedCount(this.scope)} AS waiting
        FROM ${this.table} AS c
        WHERE c.status = '${MANUAL_REQUIRED}' AND c.ordering_key IS NOT NULL AND ${this.flavour.orderingRule(this.scope)}

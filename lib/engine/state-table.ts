@@ -52,6 +52,8 @@ export interface ParkedKey {
   orderingKey: string;
   /** Inbox only: keys are ordered per consumer. */
   consumer: string | null;
+  /** Outbox only: the transport that sends the head message. */
+  transport: string | null;
   /** The head message, which an operator requeues or abandons to release the key. */
   messageId: string;
   /** The head message's type. */

@@ -6,6 +6,8 @@ import { DeferredReplay } from './deferred-replay';
 /** An inbox consumer whose stored rows the deferred worker runs. */
 export interface DeferredConsumer {
   consumer: string;
+  /** What brings its messages, as `messaging.system` names it on the process spans (`rabbitmq`, `webhook`). */
+  messagingSystem: string;
   /**
    * Runs the consumer's handler on a stored row. The handler's business part must run through
    * `replay`, which wraps it in the transaction that settles the row; anything thrown outside it
@@ -33,6 +35,11 @@ export class InboxConsumers {
 
   registerDeferred(consumer: DeferredConsumer): void {
     this.deferredConsumers.set(consumer.consumer, consumer);
+  }
+
+  /** The names of every consumer, as claimed at start-up. */
+  get all(): string[] {
+    return [...this.names.keys()];
   }
 
   /** The deferred consumers, by name. */

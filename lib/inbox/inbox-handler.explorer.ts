@@ -117,7 +117,8 @@ export class InboxHandlerExplorer implements OnModuleInit {
       callDirectly: runsMethodAlone(wrapper.metatype!, methodName, method) ? (callback, args) => callAsNest(callback, wrapper.instance, args) : undefined,
     };
     this.subscriptions.watch(deserialize, consumer);
-    if (definition.mode === 'deferred') this.consumers.registerDeferred({ consumer, runStored: (row, replay) => runStoredDelivery(definition, row, replay) });
+    if (definition.mode === 'deferred')
+      this.consumers.registerDeferred({ consumer, messagingSystem: 'rabbitmq', runStored: (row, replay) => runStoredDelivery(definition, row, replay) });
     Reflect.defineMetadata(INBOX_HANDLER_DEFINITION, definition, method);
     Reflect.defineMetadata(DECLARED_RABBIT_HANDLER, rabbit, method);
     Reflect.defineMetadata(

@@ -91,10 +91,12 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     const headers = (message?.properties?.headers ?? {}) as Record<string, unknown>;
     const messageId = message?.properties?.messageId;
     return startSpanFrom(headers, `process ${handler.consumer}`, 'consumer', {
+      'messaging.system': 'rabbitmq',
       'messaging.operation.type': 'process',
       'messaging.operation.name': 'process',
       'messaging.consumer.group.name': handler.consumer,
       'messaging.destination.name': String(message?.fields?.exchange ?? ''),
+      ...(message?.fields?.routingKey ? { 'messaging.rabbitmq.destination.routing_key': String(message.fields.routingKey) } : {}),
       ...(typeof messageId === 'string' ? { 'messaging.message.id': messageId } : {}),
     });
   }

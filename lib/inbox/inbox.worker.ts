@@ -98,6 +98,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
   /** The stored delivery in a consumer span continuing the trace its stored headers carry (AMQP headers, a webhook's request headers). */
   private async processTraced(row: ClaimedInboxMessage): Promise<void> {
     const operation = startSpanFrom(row.headers, `process ${row.consumer}`, 'consumer', {
+      'messaging.system': this.consumers.deferred.get(row.consumer)?.messagingSystem ?? 'rabbitmq',
       'messaging.operation.type': 'process',
       'messaging.operation.name': 'process',
       'messaging.consumer.group.name': row.consumer,

@@ -1,44 +1,26 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, ObservableGauge } from '@opentelemetry/api';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, ObservableGauge, ObservableResult } from '@opentelemetry/api';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
-import { TableStats } from '../admin/outbox-stats';
-import { OUTBOX_OPTIONS } from '../outbox.constants';
+import { OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { InboxConsumers } from '../inbox/inbox-consumers';
+import { OutboxTransports } from '../transport/outbox-transports';
+import type { OutboxTransport } from '../transport/outbox-transport';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
+import { CONSUMER, OUTBOX_NAME, TABLE, TRANSPORT } from './metric-attributes';
+import { METRIC_NAMES } from './metric-names';
+import { Instruments } from './metric-instruments';
+import { TableGauges } from './table-gauges';
 import { openTelemetryIfInstalled } from './opentelemetry';
 import { OUTBOX_EVENTS, OutboxEventMap, OutboxEventName, OutboxEventScope } from './outbox-events';
 import { OutboxIdentity } from '../naming/outbox-identity';
 import { OUTBOX_ADMIN } from '../naming/public-providers';
 
-/** The meter's name and the attribute keys of the library's metrics. */
+/** The meter's name. */
 export const METER_NAME = 'nestjs-outbox';
-const TABLE = 'outbox.table';
-const TRANSPORT = 'outbox.transport';
-const CONSUMER = 'messaging.consumer.group.name';
-const STATUS = 'outbox.status';
-/** Set only on a named outbox's metrics: the default outbox's keep the attributes they always had. */
-const OUTBOX_NAME = 'outbox.name';
 /** Bucket bounds in seconds, from a millisecond to a minute (the SDK's default bounds are made for milliseconds). */
 const SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-
-/** The instruments, created once the API is there. */
-interface Instruments {
-  published: Counter;
-  sent: Counter;
-  retries: Counter;
-  manualRequired: Counter;
-  abandoned: Counter;
-  claimsLost: Counter;
-  received: Counter;
-  duplicates: Counter;
-  handled: Counter;
-  publishToSent: Histogram;
-  sendDuration: Histogram;
-  processDuration: Histogram;
-  rows: ObservableGauge;
-  lag: ObservableGauge;
-}
 
 /**
  * Records the library's events (`OUTBOX_EVENTS`) as OpenTelemetry metrics, through the global
@@ -50,12 +32,14 @@ interface Instruments {
  * semantic conventions use them.
  */
 @Injectable()
-export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
+export class OutboxMetrics implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(this.identity.logContext(OutboxMetrics.name));
   private readonly subscriptions: [string, (message: unknown) => void][] = [];
   private meter?: Meter;
   private collectStats?: (result: BatchObservableResult) => Promise<void>;
   private observables: ObservableGauge[] = [];
+  private instruments?: Instruments;
+  private observeTransports?: (result: ObservableResult) => void;
   /** Laid over every recorded attribute set: a named outbox's name, nothing for the default outbox. */
   private readonly outboxAttributes: Attributes = this.identity.name === undefined ? {} : { [OUTBOX_NAME]: this.identity.name };
 
@@ -63,6 +47,8 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
     @Inject(OUTBOX_ADMIN) private readonly admin: OutboxAdmin,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     private readonly identity: OutboxIdentity,
+    @Inject(OUTBOX_TRANSPORTS) private readonly transports: OutboxTransports,
+    private readonly consumers: InboxConsumers,
   ) {}
 
   onModuleInit(): void {
@@ -73,37 +59,81 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
     if (meter === api.createNoopMeter()) return;
     this.meter = meter;
     const instruments = this.createInstruments(this.meter);
+    this.instruments = instruments;
     this.listen(instruments);
+    this.observeTransports = (result) => {
+      for (const lane of this.transports.lanes()) result.observe(isUp(lane.transport) ? 1 : 0, { [TRANSPORT]: lane.name, ...this.outboxAttributes });
+    };
+    instruments.transportUp.addCallback(this.observeTransports);
     if (!this.options.tableMetrics) return;
-    this.collectStats = (result) => this.observeTables(instruments, result);
-    this.observables = [instruments.rows, instruments.lag];
+    const gauges = new TableGauges(instruments, this.admin, this.transports, this.consumers, this.outboxAttributes, this.logger);
+    this.collectStats = (result) => gauges.observe(result);
+    this.observables = [instruments.rows, instruments.lag, instruments.parkedKeys];
     this.meter.addBatchObservableCallback(this.collectStats, this.observables);
+  }
+
+  /**
+   * Exports every counter at 0 for each transport and consumer, once the consumers are known (the
+   * explorers name them at module init): a series that first appears at 1 has no earlier sample, so
+   * `increase()` and `rate()` would miss the first give-up after a restart.
+   */
+  onApplicationBootstrap(): void {
+    const m = this.instruments;
+    if (!m) return;
+    for (const transport of this.transports.names()) {
+      const attributes = { [TRANSPORT]: transport };
+      m.published.add(0, attributes);
+      m.sent.add(0, attributes);
+      m.retries.add(0, { [TABLE]: 'outbox', ...attributes });
+      m.manualRequired.add(0, { [TABLE]: 'outbox', ...attributes });
+    }
+    for (const consumer of this.consumers.all) {
+      const attributes = { [CONSUMER]: consumer };
+      m.received.add(0, attributes);
+      m.duplicates.add(0, attributes);
+      m.handled.add(0, attributes);
+      m.retries.add(0, { [TABLE]: 'inbox', ...attributes });
+      m.manualRequired.add(0, { [TABLE]: 'inbox', ...attributes });
+    }
+    for (const table of ['outbox', 'inbox']) {
+      m.abandoned.add(0, { [TABLE]: table });
+      m.claimsLost.add(0, { [TABLE]: table });
+    }
   }
 
   onModuleDestroy(): void {
     for (const [name, listener] of this.subscriptions.splice(0)) unsubscribe(name, listener);
     if (this.meter && this.collectStats) this.meter.removeBatchObservableCallback(this.collectStats, this.observables);
+    if (this.instruments && this.observeTransports) this.instruments.transportUp.removeCallback(this.observeTransports);
   }
 
   private createInstruments(meter: Meter): Instruments {
     const counter = (name: string, description: string) => counterWith(meter.createCounter(name, { description, unit: '{message}' }), this.outboxAttributes);
     const seconds = (name: string, description: string) =>
       histogramWith(meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: SECONDS_BUCKETS } }), this.outboxAttributes);
+    const n = METRIC_NAMES;
     return {
-      published: counter('outbox.messages.published', 'Outbox messages stored by publish() (counted in the publishing transaction, which may still roll back)'),
-      sent: counter('outbox.messages.sent', 'Outbox messages a transport took responsibility for'),
-      retries: counter('outbox.retries', 'Failed attempts scheduled for a retry (outbox sends and inbox handlers)'),
-      manualRequired: counter('outbox.manual_required', 'Messages and deliveries given up on (MANUAL_REQUIRED)'),
-      abandoned: counter('outbox.abandoned', 'Messages abandoned before being sent or processed'),
-      claimsLost: counter('outbox.claims_lost', 'Claims found taken over when settled'),
-      received: counter('outbox.inbox.received', 'Deliveries and webhooks that reached an inbox consumer'),
-      duplicates: counter('outbox.inbox.duplicates', 'Deliveries skipped as already stored or processed'),
-      handled: counter('outbox.inbox.handled', 'Inbox handlers whose effects committed'),
-      publishToSent: seconds('outbox.publish_to_sent.duration', "From an outbox message's insert (database clock) to its transport's acknowledgement"),
-      sendDuration: seconds('messaging.client.operation.duration', "One send by an outbox transport (messaging.operation.type 'send'), whatever its outcome"),
-      processDuration: seconds('messaging.process.duration', "An inbox handler with its transaction (messaging.operation.type 'process')"),
-      rows: meter.createObservableGauge('outbox.rows', { description: 'Rows of the outbox and inbox tables by status', unit: '{message}' }),
-      lag: meter.createObservableGauge('outbox.lag', { description: 'How long the oldest due row has waited past its time', unit: 's' }),
+      published: counter(n.published, 'Outbox messages stored by publish() (counted in the publishing transaction, which may still roll back)'),
+      sent: counter(n.sent, 'Outbox messages a transport took responsibility for'),
+      retries: counter(n.retries, 'Failed attempts scheduled for a retry (outbox sends and inbox handlers)'),
+      manualRequired: counter(n.manualRequired, 'Messages and deliveries given up on (MANUAL_REQUIRED)'),
+      abandoned: counter(n.abandoned, 'Messages abandoned before being sent or processed'),
+      claimsLost: counter(n.claimsLost, 'Claims found taken over when settled'),
+      received: counter(n.received, 'Deliveries and webhooks that reached an inbox consumer'),
+      duplicates: counter(n.duplicates, 'Deliveries skipped as already stored or processed'),
+      handled: counter(n.handled, 'Inbox handlers whose effects committed'),
+      publishToSent: seconds(n.publishToSent, "From an outbox message's insert (database clock) to its transport's acknowledgement"),
+      sendDuration: seconds(n.sendDuration, "One send by an outbox transport (messaging.operation.type 'send'), whatever its outcome"),
+      processDuration: seconds(n.processDuration, "An inbox handler with its transaction (messaging.operation.type 'process')"),
+      rows: meter.createObservableGauge(n.rows, { description: 'Rows of the outbox and inbox tables by status', unit: '{message}' }),
+      lag: meter.createObservableGauge(n.lag, { description: 'How long the oldest due row has waited past its time', unit: 's' }),
+      parkedKeys: meter.createObservableGauge(n.parkedKeys, {
+        description: 'Ordering keys held back by a MANUAL_REQUIRED head message, which an operator requeues or abandons',
+        unit: '{key}',
+      }),
+      transportUp: meter.createObservableGauge(n.transportUp, {
+        description: "1 while a transport can send (a broker connected, an endpoint's circuit closed), 0 while its lane claims nothing",
+      }),
     };
   }
 
@@ -161,25 +191,6 @@ export class OutboxMetrics implements OnModuleInit, OnModuleDestroy {
     subscribe(name, listener);
     this.subscriptions.push([name, listener]);
   }
-
-  /** The tables' rows by status and their lag, per transport and per consumer, from one stats() snapshot. */
-  private async observeTables(m: Instruments, result: BatchObservableResult): Promise<void> {
-    let stats;
-    try {
-      stats = await this.admin.stats();
-    } catch (error) {
-      // A collection without these figures, rather than a failed export of every other metric.
-      this.logger.warn(`Reading the outbox stats for metrics failed: ${describeError(error, 300)}`);
-      return;
-    }
-    const observe = (table: 'outbox' | 'inbox', attributes: Attributes, figures: TableStats) => {
-      for (const [status, count] of Object.entries(figures.counts))
-        result.observe(m.rows, count, { [TABLE]: table, [STATUS]: status, ...attributes, ...this.outboxAttributes });
-      result.observe(m.lag, figures.lagMs / 1_000, { [TABLE]: table, ...attributes, ...this.outboxAttributes });
-    };
-    for (const [transport, figures] of Object.entries(stats.outbox.byTransport)) observe('outbox', { [TRANSPORT]: transport }, figures);
-    for (const [consumer, figures] of Object.entries(stats.inbox.byConsumer)) observe('inbox', { [CONSUMER]: consumer }, figures);
-  }
 }
 
 /**
@@ -193,6 +204,15 @@ function memoized(build: (key: string) => Attributes): (key: string) => Attribut
     if (!attributes) built.set(key, (attributes = build(key)));
     return attributes;
   };
+}
+
+/** Whether a transport could send now, as its lane judges it (a transport without `isAvailable` always can). */
+function isUp(transport: OutboxTransport): boolean {
+  try {
+    return transport.isAvailable?.() ?? true;
+  } catch {
+    return false;
+  }
 }
 
 /** `counter`, recording `extra` with every value. */

@@ -10,9 +10,11 @@ import { ClaimRef, FailedSettlement } from '../engine/state-table';
 import { MessageStatus } from '../message/message-status';
 import { errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, spansMayRecord, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
+import { sendSpanAttributes, sendSpanName } from './send-span';
 import { OutboxTransport } from '../transport/outbox-transport';
 import { OutboxIdentity } from '../naming/outbox-identity';
 import { describeError } from '../retry/error-classifier';
+import { printable } from '../inbox/printable';
 import { HandoffLane } from './commit-handoff';
 
 /** Counters since start-up, for monitoring and tests. */
@@ -199,7 +201,7 @@ export class DispatchLane implements HandoffLane {
       persistently(() => dialect.settleFailed(dataSource, failed)),
       persistently(() => dialect.release(dataSource, released)),
     ]);
-    this.record(claimed.length, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
+    this.record(claimed, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
     this.announce(claimed, results, failed, sendMs, claimed.length - settledDone - settledFailed - settledReleased);
     // Bounded: a database slower than the broker holds the loops up rather than the settles piling up.
     if (this.doneSettler.pending > this.spec.batchSize * this.spec.concurrency) await this.doneSettler.idle();
@@ -264,15 +266,12 @@ export class DispatchLane implements HandoffLane {
    * the message carries on (where an SDK records spans; otherwise a plain send).
    */
   private async sendTraced(message: ClaimedMessage): Promise<void> {
-    const destination = message.destination || message.exchange || message.routingKey;
-    const operation = startSpanFrom(message.headers, `send ${destination || this.spec.name}`, 'producer', {
-      'messaging.operation.type': 'send',
-      'messaging.operation.name': 'send',
-      'messaging.destination.name': destination,
-      'messaging.message.id': message.messageId,
-      'outbox.transport': this.spec.name,
-      'outbox.attempt': message.attempts + 1,
-    });
+    const operation = startSpanFrom(
+      message.headers,
+      sendSpanName(message, this.spec.name),
+      'producer',
+      sendSpanAttributes(this.spec.transport, message, this.spec.name),
+    );
     if (!operation) return this.spec.transport.send(message);
     try {
       await this.spec.transport.send({ ...message, headers: withTraceContext(message.headers, operation) });
@@ -283,21 +282,40 @@ export class DispatchLane implements HandoffLane {
     }
   }
 
-  private record(claimed: number, sent: number, failed: { error: string }[], released: number, settled: number): void {
+  private record(batch: ClaimedMessage[], sent: number, failed: FailedSettlement[], released: number, settled: number): void {
+    const claimed = batch.length;
     this.stats.claimed += claimed;
     this.stats.sent += sent;
     this.stats.failed += failed.length;
     this.stats.released += released;
     this.stats.fenced += claimed - settled;
-    if (failed.length > 0) {
-      this.logger.warn(`${failed.length} of ${claimed} message(s) not sent; first error: ${failed[0].error}`);
+    const retried = failed.filter((settlement) => settlement.status !== MessageStatus.MANUAL_REQUIRED);
+    if (retried.length > 0) {
+      this.logger.warn(`${retried.length} of ${claimed} message(s) not sent, to be retried; first error: ${retried[0].error}`);
     }
+    if (retried.length < failed.length) this.logGiveUps(batch, failed);
     if (released > 0) {
       this.logger.warn(`${released} of ${claimed} message(s) given back unattempted: the transport is unavailable; claiming resumes when it is back`);
     }
     if (settled < claimed) {
       // Also when a settle committed but its reply was lost, and its retry found nothing left to change.
       this.logger.warn(`${claimed - settled} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
+    }
+  }
+
+  /**
+   * One line per message given up on (MANUAL_REQUIRED), which an operator must act on: unlike a
+   * retry, it will not mend itself, so it is told apart and named (id, type, transport, reason).
+   */
+  private logGiveUps(batch: ClaimedMessage[], failed: FailedSettlement[]): void {
+    const byId = new Map(batch.map((message) => [message.id, message]));
+    for (const settlement of failed) {
+      if (settlement.status !== MessageStatus.MANUAL_REQUIRED) continue;
+      const message = byId.get(settlement.id)!;
+      this.logger.error(
+        `Gave up on message ${printable(message.messageId)} (type ${printable(message.type)}, transport ${this.spec.name}, ` +
+          `attempt ${message.attempts + 1} of ${message.maxAttempts}; MANUAL_REQUIRED, an operator requeues or abandons it): ${settlement.error}`,
+      );
     }
   }
 }

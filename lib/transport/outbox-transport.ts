@@ -44,6 +44,14 @@ export interface AddressProblem {
   message: string;
 }
 
+/** The server a send goes to, as the OpenTelemetry conventions' `server.address` and `server.port` name it. */
+export interface ServerAddress {
+  /** A host name as configured (no reverse DNS lookup), or an IP address. */
+  address: string;
+  /** The port, where known. */
+  port?: number;
+}
+
 /**
  * Sends one message. Resolves only once the receiver has taken responsibility for it (a publisher
  * confirm, a 2xx answer); rejects otherwise. Implementations must bound every send with a timeout.
@@ -56,6 +64,13 @@ export interface AddressProblem {
 export interface OutboxTransport {
   /** Sends `message`; resolves once the receiver has taken responsibility for it, rejects otherwise. */
   send(message: OutgoingMessage): Promise<void>;
+  /**
+   * The messaging system, as the OpenTelemetry messaging conventions name it in
+   * `messaging.system` (`rabbitmq`, `nats`, `kafka`, …), set on each send's span. Absent: `outbox`.
+   */
+  readonly messagingSystem?: string;
+  /** The server `message` goes to, where known without a lookup: set on the send's span. */
+  serverAddress?(message: OutgoingMessage): ServerAddress | undefined;
   /**
    * Whether a send could succeed now. While false, the transport's lane claims nothing: its
    * messages stay PENDING/FAILED (and cancellable) and spend no attempts. Absent: always available.

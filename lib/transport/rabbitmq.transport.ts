@@ -19,7 +19,8 @@ import { BrokerCloseError, isPermanentRefusal } from './amqp/channel-close';
 import { AmqpPublication, ConfirmPublisher, PublishOutcome } from './amqp/confirm-publisher';
 import { ExchangeRegistry } from './amqp/exchange-registry';
 import { IsolationLane } from './amqp/isolation-lane';
-import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from './outbox-transport';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from './outbox-transport';
+import { brokerAddress } from './amqp/broker-address';
 import { deliveryHeaders } from './delivery-headers';
 import { encodedHeaderTableSize } from '../message/amqp-header-table';
 import { AMQP_SHORT_STRING_MAX_BYTES } from '../message/message-limits';
@@ -59,6 +60,10 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   private readonly exchanges: ExchangeRegistry;
   private readonly isolation = new IsolationLane((error) => this.logBrokerClose(error, true));
   private readonly suspects = new Set<string>();
+  private broker?: ServerAddress;
+
+  /** `messaging.system` of the send spans. */
+  readonly messagingSystem = 'rabbitmq';
 
   /**
    * Nest creates it: inject it rather than constructing it.
@@ -87,6 +92,12 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
       );
     }
     this.link = new BrokerLink(amqp.managedConnection);
+    this.broker = brokerAddress(amqp.configuration?.uri);
+  }
+
+  /** The broker golevelup is configured with, when it names one. */
+  serverAddress(): ServerAddress | undefined {
+    return this.broker;
   }
 
   isAvailable(): boolean {

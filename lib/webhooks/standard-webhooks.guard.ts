@@ -1,4 +1,7 @@
-import { CanActivate, ExecutionContext, Inject, Injectable, mixin, Type, UnauthorizedException } from '@nestjs/common';
+import { CanActivate, ExecutionContext, HttpException, Inject, Injectable, mixin, Type, UnauthorizedException } from '@nestjs/common';
+import { printable } from '../inbox/printable';
+import { WEBHOOK_REFUSALS } from './refusal-log';
+import { markRefusalLogged } from './webhook-route';
 import { ModuleRef } from '@nestjs/core';
 import { WebhookOptionsError } from '../errors/webhook-options.error';
 import { rawBodyOf } from './raw-body';
@@ -35,6 +38,8 @@ interface GuardedRequest {
 }
 
 const OPTION_NAMES = ['secrets', 'toleranceSeconds'];
+/** Who refuses, in the log. */
+const GUARD = 'StandardWebhooksGuard';
 
 /**
  * Lets through only HTTP requests signed as Standard Webhooks prescribe, over the body's raw bytes
@@ -71,13 +76,28 @@ export class StandardWebhooksGuard implements CanActivate {
     if (!this.options) throw new WebhookOptionsError(['use @UseGuards(StandardWebhooksGuard.for({ secrets })), not the bare class']);
     const request = context.switchToHttp().getRequest<GuardedRequest>();
     const { secrets, toleranceSeconds } = this.options;
+    let body: Buffer;
+    try {
+      body = rawBodyOf(request, 'StandardWebhooksGuard');
+    } catch (error) {
+      // Nest logs no HttpException: the refusal would go unseen.
+      if (error instanceof HttpException) {
+        WEBHOOK_REFUSALS.refused(GUARD, error.getStatus(), printable(error.message, 500));
+        markRefusalLogged(request);
+      }
+      throw error;
+    }
     const verification = verifyWebhook({
       headers: request.headers,
-      body: rawBodyOf(request, 'StandardWebhooksGuard'),
+      body,
       secrets: typeof secrets === 'function' ? await secrets(this.moduleRef) : secrets,
       toleranceSeconds,
     });
-    if (!verification.ok) throw new UnauthorizedException(`Webhook rejected: ${verification.reason}`);
+    if (!verification.ok) {
+      WEBHOOK_REFUSALS.refused(GUARD, 401, printable(verification.reason, 500));
+      markRefusalLogged(request);
+      throw new UnauthorizedException(`Webhook rejected: ${verification.reason}`);
+    }
     request[VERIFIED_WEBHOOK] = { id: verification.id, timestamp: verification.timestamp };
     return true;
   }

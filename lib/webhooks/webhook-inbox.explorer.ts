@@ -15,6 +15,7 @@ import { resolveWebhookInbox } from './resolve-webhook-inbox';
 import { STORED_REQUEST_PARAMETERS, storedWebhookRequest, StoredRequestParamsFactory } from './stored-webhook-request';
 import { WEBHOOK_INBOX_DEFINITION, WEBHOOK_INBOX_METADATA } from './webhook.constants';
 import { WebhookInboxOptions } from './webhook-inbox-options';
+import { webhookRoutePattern } from './webhook-route';
 import { OUTBOX_TRANSACTION_HOST, transactionConnectionHint } from '../naming/outbox-transaction-host';
 import { OutboxIdentity } from '../naming/outbox-identity';
 import { chosenOutbox, configuredOutboxes } from '../naming/configured-outboxes';
@@ -30,6 +31,9 @@ type StoredRequestCall = (request: unknown) => Promise<unknown>;
  */
 @Injectable()
 export class WebhookInboxExplorer implements OnModuleInit {
+  /** This outbox's `@WebhookInbox()` routes: what a request's path ends with, and the consumer. */
+  readonly routes: { pattern: RegExp; consumer: string }[] = [];
+
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
@@ -73,10 +77,12 @@ export class WebhookInboxExplorer implements OnModuleInit {
     definition.outbox = this.identity.name;
     this.consumers.claimName(definition.consumer, where);
     Reflect.defineMetadata(WEBHOOK_INBOX_DEFINITION, definition, method);
+    this.routes.push({ pattern: webhookRoutePattern(classRef, method), consumer: definition.consumer });
 
     let call: StoredRequestCall | undefined;
     this.consumers.registerDeferred({
       consumer: definition.consumer,
+      messagingSystem: 'webhook',
       runStored: async (row: ClaimedInboxMessage, replay: DeferredReplay) => {
         const request = storedWebhookRequest(row);
         // Built at the first run, long after every enhancer (global pipes included) is registered.

@@ -11,6 +11,8 @@ import { describeError } from '../retry/error-classifier';
 import { ArrivedRequest, identifyWebhook } from './identify-webhook';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
 import { rawBodyOf } from './raw-body';
+import { WEBHOOK_REFUSALS } from './refusal-log';
+import { markRefusalLogged } from './webhook-route';
 import { flatHeaders } from './webhook-request';
 import { OutboxIdentity } from '../naming/outbox-identity';
 
@@ -57,13 +59,16 @@ export class WebhookIntake {
       arrived = this.arrived(request);
     } catch (error) {
       // Nest logs no HttpException: a body it did not keep would otherwise be refused unseen.
-      this.logger.error(`${printable(definition.consumer)} refused a request, nothing stored: ${printable(describeError(error, 500), 500)}`);
+      const status = error instanceof HttpException ? error.getStatus() : 500;
+      WEBHOOK_REFUSALS.refused(printable(definition.consumer), status, printable(error instanceof Error ? error.message : String(error), 500));
+      markRefusalLogged(request);
       throw error;
     }
     const identified = identifyWebhook(definition, arrived);
     if ('refusal' in identified) {
       const { status, reason } = identified.refusal;
-      this.logger.warn(`${printable(definition.consumer)} refused a request with ${status}, nothing stored: ${printable(reason, 500)}`);
+      WEBHOOK_REFUSALS.refused(printable(definition.consumer), status, printable(reason, 500));
+      markRefusalLogged(request);
       throw new HttpException({ statusCode: status, message: reason }, status);
     }
     const { row } = identified;

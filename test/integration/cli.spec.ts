@@ -409,6 +409,58 @@ describe('nestjs-outbox CLI', () => {
     );
   });
 
+  describe('parked ordering keys', () => {
+    beforeAll(async () => {
+      await database.sql('DELETE FROM {outbox_message}');
+      await database.sql('DELETE FROM {inbox_message}');
+    });
+
+    it(
+      'lists the keys held back by a MANUAL_REQUIRED head, exiting with 1 while any is parked',
+      async () => {
+        expect(await cli('parked', '-d', dataSourceJs)).toMatchObject({ code: 0, stdout: 'No ordering key is parked.\n', stderr: '' });
+
+        await seedOutbox('cli.ledger', MANUAL_REQUIRED, { transport: 'partners', orderingKey: 'account-7', lastError: 'ledger refused' });
+        for (const status of [PENDING, PENDING]) await seedOutbox('cli.ledger', status, { transport: 'partners', orderingKey: 'account-7' });
+        // A key whose head was sent is not parked, whatever follows it.
+        for (const status of [DONE, FAILED]) await seedOutbox('cli.ledger', status, { orderingKey: 'account-8' });
+        await seedInbox('Ledger.handle', MANUAL_REQUIRED, 'account-9');
+        await seedInbox('Ledger.handle', PENDING, 'account-9');
+
+        const [text, outbox, inbox, refused] = await Promise.all([
+          cli('parked', '-d', dataSourceJs),
+          cli('parked', '-d', dataSourceJs, '--json'),
+          cli('parked', '-d', dataSourceTs, '--inbox', '--json'),
+          cli('parked', '-d', dataSourceJs, '--limit', '0'),
+        ]);
+        expect(text).toMatchObject({ code: 1, stderr: '' });
+        const lines = text.stdout.trimEnd().split('\n');
+        expect(lines[0]).toMatch(/^ORDERING KEY +TRANSPORT +HEAD MESSAGE ID +TYPE +ATTEMPTS +WAITING +LAST ERROR$/);
+        expect(lines[1]).toMatch(/^account-7 +partners +[0-9a-f-]{36} +cli\.ledger +3 +2 +ledger refused$/);
+        expect(lines.slice(2)).toEqual(['', '1 parked key: requeue or abandon each head message to release its key.']);
+
+        expect(outbox.code).toBe(1);
+        expect(json(outbox).keys).toEqual([
+          expect.objectContaining({
+            orderingKey: 'account-7',
+            transport: 'partners',
+            type: 'cli.ledger',
+            attempts: 3,
+            waiting: 2,
+            lastError: 'ledger refused',
+          }),
+        ]);
+        expect(json(outbox).keys[0]).not.toHaveProperty('consumer');
+        expect(inbox.code).toBe(1);
+        expect(json(inbox).keys).toEqual([expect.objectContaining({ orderingKey: 'account-9', consumer: 'Ledger.handle', waiting: 1 })]);
+        expect(json(inbox).keys[0]).not.toHaveProperty('transport');
+        expect(refused.code).toBe(2);
+        expect(refused.stderr).toContain('--limit must be an integer from 1 to 1000');
+      },
+      CLI_TIMEOUT,
+    );
+  });
+
   describe('on an outbox table of schema version 1', () => {
     beforeAll(async () => {
       await database.reset();
@@ -505,23 +557,23 @@ function storedTime(instant: Date): string {
   return database.kind === 'postgres' ? iso : iso.replace('T', ' ').replace('Z', '');
 }
 
-async function seedOutbox(type: string, status: MessageStatus, extra: { transport?: string; lastError?: string } = {}): Promise<void> {
+async function seedOutbox(type: string, status: MessageStatus, extra: { transport?: string; lastError?: string; orderingKey?: string } = {}): Promise<void> {
   const finished = status === DONE || status === ABANDONED;
   await database.sql(
     `INSERT INTO {outbox_message}
-       (message_id, message_type, transport, exchange, routing_key, destination, payload, headers, status, attempts, max_attempts, next_attempt_at, last_error, created_at, processed_at)
-     VALUES (?, ?, ?, 'x', 'k', 'dest', '{}', '{}', ?, 3, 5, ${database.timeAgo(1_000)}, ?, ?, ${finished ? database.timeAgo(0) : 'NULL'})`,
-    [randomUUID(), type, extra.transport ?? 'default', status, extra.lastError ?? null, storedTime(T0)],
+       (message_id, message_type, transport, exchange, routing_key, destination, payload, headers, status, attempts, max_attempts, next_attempt_at, last_error, created_at, processed_at, ordering_key)
+     VALUES (?, ?, ?, 'x', 'k', 'dest', '{}', '{}', ?, 3, 5, ${database.timeAgo(1_000)}, ?, ?, ${finished ? database.timeAgo(0) : 'NULL'}, ?)`,
+    [randomUUID(), type, extra.transport ?? 'default', status, extra.lastError ?? null, storedTime(T0), extra.orderingKey ?? null],
   );
 }
 
-async function seedInbox(consumer: string, status: MessageStatus): Promise<void> {
+async function seedInbox(consumer: string, status: MessageStatus, orderingKey: string | null = null): Promise<void> {
   const finished = status === DONE || status === ABANDONED;
   await database.sql(
     `INSERT INTO {inbox_message}
-       (consumer, message_id, message_type, exchange, routing_key, payload, headers, status, attempts, max_attempts, next_attempt_at, created_at, processed_at)
-     VALUES (?, ?, '', 'x', 'k', '{}', '{}', ?, 2, 5, ${database.timeAgo(0)}, ?, ${finished ? database.timeAgo(0) : 'NULL'})`,
-    [consumer, randomUUID(), status, storedTime(T0)],
+       (consumer, message_id, message_type, exchange, routing_key, payload, headers, status, attempts, max_attempts, next_attempt_at, created_at, processed_at, ordering_key)
+     VALUES (?, ?, '', 'x', 'k', '{}', '{}', ?, 2, 5, ${database.timeAgo(0)}, ?, ${finished ? database.timeAgo(0) : 'NULL'}, ?)`,
+    [consumer, randomUUID(), status, storedTime(T0), orderingKey],
   );
 }
 

@@ -60,7 +60,7 @@ describe('Trace propagation', () => {
       const tracer = trace.getTracer('test');
       // The HTTP server's span, as its instrumentation would start it around the request.
       const request = tracer.startSpan('POST /orders/:id/pay', { kind: SpanKind.SERVER });
-      const { order } = await context.with(trace.setSpan(context.active(), request), () => app.get(OrderPayments).pay(config.exchange));
+      const { order, messageId } = await context.with(trace.setSpan(context.active(), request), () => app.get(OrderPayments).pay(config.exchange));
       request.end();
 
       // The handler publishes inventory.reserved and inventory.notified; both arrive.
@@ -84,14 +84,30 @@ describe('Trace propagation', () => {
       for (const span of sendsOut) expect(parentOf(span)).toBe(processing.spanContext().spanId);
 
       expect(send.kind).toBe(SpanKind.PRODUCER);
+      // What the OpenTelemetry messaging conventions require of a send span, and the server it went to.
+      const broker = new URL(AMQP_URL);
       expect(send.attributes).toMatchObject({
+        'messaging.system': 'rabbitmq',
         'messaging.operation.type': 'send',
+        'messaging.operation.name': 'send',
         'messaging.destination.name': config.exchange,
+        'messaging.rabbitmq.destination.routing_key': config.routingKey,
+        'messaging.message.id': messageId,
+        'server.address': broker.hostname,
+        'server.port': Number(broker.port || 5672),
         'outbox.transport': 'default',
         'outbox.attempt': 1,
       });
       expect(processing.kind).toBe(SpanKind.CONSUMER);
-      expect(processing.attributes).toMatchObject({ 'messaging.operation.type': 'process', 'messaging.consumer.group.name': 'inventory' });
+      expect(processing.attributes).toMatchObject({
+        'messaging.system': 'rabbitmq',
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'process',
+        'messaging.destination.name': config.exchange,
+        'messaging.rabbitmq.destination.routing_key': config.routingKey,
+        'messaging.message.id': messageId,
+        'messaging.consumer.group.name': 'inventory',
+      });
 
       // The consumer's messages carry the trace on: a third service would continue it.
       for (const message of outgoing.messages) {

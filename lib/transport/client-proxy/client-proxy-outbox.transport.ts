@@ -53,6 +53,7 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
   private connection?: ClientConnection;
   private name = '';
   private timeoutMs = 0;
+  private system?: string;
 
   /**
    * Nest creates it: inject it rather than constructing it.
@@ -71,6 +72,7 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
     this.timeoutMs = timeoutMs;
     this.name = tokenName(this.configured.client);
     this.client = this.resolveClient(this.configured.client);
+    this.system = clientMessagingSystem(this.client);
     this.connection = new ClientConnection(this.client, this.name, this.logger);
     this.connection.watch();
   }
@@ -83,6 +85,11 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
   /** Nest lifecycle hook: stops watching the client's connection. */
   onApplicationShutdown(): void {
     this.connection?.close();
+  }
+
+  /** `messaging.system` of the send spans: the broker of the client's Nest transport (`nats`, `redis`, `kafka`, …). */
+  get messagingSystem(): string | undefined {
+    return this.system;
   }
 
   isAvailable(): boolean {
@@ -150,4 +157,24 @@ function within<T>(work: Promise<T>, ms: number, timedOut: () => Error): Promise
     timer = setTimeout(() => reject(timedOut()), ms);
   });
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** Nest's client classes by the broker they speak to, as `messaging.system` names it. */
+const SYSTEM_OF_CLIENT: Record<string, string> = {
+  ClientNats: 'nats',
+  ClientRedis: 'redis',
+  ClientKafka: 'kafka',
+  ClientRMQ: 'rabbitmq',
+  ClientMqtt: 'mqtt',
+  ClientGrpcProxy: 'grpc',
+  ClientTCP: 'tcp',
+};
+
+/** The messaging system of a Nest client, by its class (a subclass counts as its Nest parent); undefined for a custom one. */
+function clientMessagingSystem(client: object): string | undefined {
+  for (let proto = Object.getPrototypeOf(client); proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    const system = SYSTEM_OF_CLIENT[(proto.constructor as { name?: string })?.name ?? ''];
+    if (system) return system;
+  }
+  return undefined;
 }

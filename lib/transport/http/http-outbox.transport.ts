@@ -4,7 +4,7 @@ import { printable } from '../../inbox/printable';
 import { OUTBOX_OPTIONS } from '../../outbox.constants';
 import { OutboxModuleOptions } from '../../options/outbox-module-options';
 import { signWebhook } from '../../webhooks/standard-webhooks';
-import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from '../outbox-transport';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../outbox-transport';
 import { DEFAULT_HTTP_TIMEOUT_MS, HttpEndpoint, HttpOutboxTransportOptions, httpTransportOptionProblems } from './http-endpoint';
 import { OPEN_AFTER_FAILURES } from './endpoint-circuit';
 import { ATTEMPT_HEADER, PUBLISHED_AT_HEADER } from '../delivery-headers';
@@ -66,6 +66,8 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
   /** The same with their timeouts resolved, at module init. */
   private readonly endpoints = new Map<string, HttpEndpoint & { timeoutMs: number }>();
   private circuits = new EndpointCircuits([]);
+  /** Each endpoint's host and port, for the send spans. */
+  private readonly servers = new Map<string, ServerAddress>();
 
   /**
    * Nest creates it: inject it rather than constructing it.
@@ -78,8 +80,20 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
     if (!this.configured) throw new OutboxOptionsError(['transport: use HttpOutboxTransport.for({ endpoints }), not the bare class']);
     const { endpoints, problems } = resolveTimeouts(this.configured, this.options.sendTimeoutMs);
     if (problems.length > 0) throw new OutboxOptionsError(problems);
-    for (const [name, endpoint] of endpoints) this.endpoints.set(name, endpoint);
+    for (const [name, endpoint] of endpoints) {
+      this.endpoints.set(name, endpoint);
+      const url = new URL(endpoint.url);
+      this.servers.set(name, { address: url.hostname, port: url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80 });
+    }
     this.circuits = new EndpointCircuits(endpoints.keys());
+  }
+
+  /** `messaging.system` of the send spans: Standard Webhooks over HTTP, not a broker. */
+  readonly messagingSystem = 'webhook';
+
+  /** The host and port of the endpoint the message names, from its configured URL. */
+  serverAddress(message: OutgoingMessage): ServerAddress | undefined {
+    return this.servers.get(message.destination);
   }
 
   isAvailable(): boolean {
