@@ -127,11 +127,6 @@ export class ClaimWorker<T extends AttemptedClaim> {
     this.leases.drop(rows);
   }
 
-  /** Renews the lease of every row held, now (the heartbeat does it every `renewIntervalMs`). */
-  renewLeases(): Promise<void> {
-    return this.leases.renew();
-  }
-
   /** Runs until no due row is left; resolves, when done, with how many rows were claimed meanwhile. */
   async drain(): Promise<number> {
     const before = this.claimedRows;

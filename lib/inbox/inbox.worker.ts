@@ -103,7 +103,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       if (!(await worker.stillHeld(row))) {
         this.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'inbox', count: 1 }));
         this.logger.warn(
-          `${printable(row.consumer)}: the claim on message ${printable(row.messageId)} was taken over before its handler started; not running it`,
+          `${printable(row.consumer)}: message ${printable(row.messageId)} is no longer claimed by this instance (taken over, or its lease could not be confirmed); not running it: its next claimant will`,
         );
         continue;
       }
