@@ -37,13 +37,18 @@ export function applyClaimLease(options: OutboxModuleOptions, input: OutboxModul
 }
 
 /**
- * The renewal interval of a lease set without `claimLeaseMs`: a third of `stuckReclaimAfterMs`,
- * unless set. Leaves an invalid lease alone (validation reports it).
+ * The options that move with a lease set without `claimLeaseMs` (as `stuckReclaimAfterMs`), each
+ * one the user did not set: the renewal interval, a third of it, and the warning threshold, half
+ * of it, so that a live claim, renewed, is never warned about. Leaves an invalid lease alone
+ * (validation reports it).
  */
-export function applyLeaseRenewal(options: OutboxModuleOptions): void {
+export function applyLeaseDefaults(options: OutboxModuleOptions, input: OutboxModuleOptionsInput): void {
   const lease = options.stuckReclaimAfterMs;
-  if (options.leaseRenewIntervalMs !== undefined || typeof lease !== 'number' || !Number.isFinite(lease)) return;
-  options.leaseRenewIntervalMs = Math.max(50, Math.floor(lease / RENEWALS_PER_LEASE));
+  if (typeof lease !== 'number' || !Number.isFinite(lease)) return;
+  options.leaseRenewIntervalMs ??= Math.max(50, Math.floor(lease / RENEWALS_PER_LEASE));
+  if (input.stuckReclaimAfterMs !== undefined && input.stuckWarnAfterMs === undefined && options.claimLeaseMs === undefined) {
+    options.stuckWarnAfterMs = Math.max(100, Math.floor(lease * LEASE_SHARES.stuckWarnAfterMs));
+  }
 }
 
 /** The lease and its renewal interval, as a claim worker takes them (`ClaimWorkerSpec`). */

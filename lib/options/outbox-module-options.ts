@@ -133,7 +133,8 @@ export class OutboxModuleOptions {
 
   /**
    * A PROCESSING row whose claim was not renewed for this long is logged as a warning: its
-   * claimant is late renewing, or dead. Keep it above `leaseRenewIntervalMs`.
+   * claimant is late renewing, or dead. Keep it above `leaseRenewIntervalMs`. Default: 15 s, or
+   * half of `stuckReclaimAfterMs` where that is set.
    */
   @IsInt()
   @Min(100)

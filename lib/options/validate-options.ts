@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { OutboxOptionsError } from '../errors';
-import { applyClaimLease, applyLeaseRenewal, LeaseDerivedOption } from './claim-lease';
+import { applyClaimLease, applyLeaseDefaults, LeaseDerivedOption } from './claim-lease';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './outbox-module-options';
 
 /** Options fixed where the module is declared (`OutboxModuleStaticOptions`), never returned by an async factory. */
@@ -22,7 +22,7 @@ export function runtimeOptionProblems(input: OutboxModuleOptionsInput | undefine
 function checkOutboxOptions(input: OutboxModuleOptionsInput | undefined): { options: OutboxModuleOptions; problems: string[] } {
   const options = plainToInstance(OutboxModuleOptions, input ?? {}, { exposeDefaultValues: true });
   const derived = applyClaimLease(options, input ?? {});
-  applyLeaseRenewal(options);
+  applyLeaseDefaults(options, input ?? {});
   const problems = validateSync(options, { forbidUnknownValues: true, whitelist: false }).flatMap(describe);
   problems.push(...unknownKeys(input), ...crossFieldProblems(options, derived));
   if (options.isFatalError !== undefined && typeof options.isFatalError !== 'function') {

@@ -42,8 +42,12 @@ describe('claimLeaseMs', () => {
     });
   });
 
-  it('renews a lease set without claimLeaseMs every third of it, unless told otherwise', () => {
-    expect(validateOutboxOptions({ stuckReclaimAfterMs: 6_000, stuckWarnAfterMs: 1_000, sendTimeoutMs: 5_000 }).leaseRenewIntervalMs).toBe(2_000);
+  it('renews a lease set without claimLeaseMs every third of it, and warns after half of it, unless told otherwise', () => {
+    expect(validateOutboxOptions({ stuckReclaimAfterMs: 6_000, stuckWarnAfterMs: 1_000, sendTimeoutMs: 5_000 })).toMatchObject({
+      leaseRenewIntervalMs: 2_000,
+      stuckWarnAfterMs: 1_000,
+    });
+    expect(validateOutboxOptions({ stuckReclaimAfterMs: 300_000 })).toMatchObject({ leaseRenewIntervalMs: 100_000, stuckWarnAfterMs: 150_000 });
     expect(validateOutboxOptions({ leaseRenewIntervalMs: 1_000 }).leaseRenewIntervalMs).toBe(1_000);
   });
 
