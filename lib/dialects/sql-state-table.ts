@@ -121,6 +121,11 @@ export abstract class SqlStateTable implements StateTable {
     );
   }
 
+  async renew(dataSource: DataSource, claims: ClaimRef[]): Promise<number> {
+    if (claims.length === 0) return 0;
+    return this.updateClaims(dataSource, claims, [], () => `claimed_at = ${this.flavour.now}`);
+  }
+
   async release(dataSource: DataSource, claims: ClaimRef[]): Promise<number> {
     if (claims.length === 0) return 0;
     return this.updateClaims(dataSource, claims, [], ({ column }) => this.released(column('attempts')));

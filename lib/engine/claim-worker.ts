@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { describeError } from '../retry/error-classifier';
 import { persistently } from './persistently';
+import { ClaimLeases } from './claim-leases';
 import { AttemptedClaim, StateTable } from './state-table';
 
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -27,6 +28,10 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
   process(batch: T[]): Promise<void>;
   /** Longest a batch may take to process once shutdown begins. */
   processTimeoutMs: number;
+  /** The claim lease (`stuckReclaimAfterMs`): held claims are renewed well within it (see `ClaimLeases`). */
+  leaseMs: number;
+  /** How often held claims are renewed. */
+  renewIntervalMs: number;
   /** See `BESIDE_BUSY_LOOPS_AFTER_MS` (the default). */
   besideBusyLoopsAfterMs?: number;
   /**
@@ -46,6 +51,10 @@ export interface ClaimWorkerSpec<T extends AttemptedClaim> {
  * messages only that long. Each claim costs the database and the dispatcher the same whatever its
  * size, so under a steady stream this takes a few large claims instead of many small ones. A loop
  * that claimed a full batch starts another at once, so a backlog is worked with all loops.
+ *
+ * Every row it holds, from its claim (or hand-off) to the end of its batch, has its lease renewed
+ * (`ClaimLeases`): a row waiting behind others in its batch, or one whose send or handler takes
+ * longer than the lease, is never taken over while this process lives.
  */
 export class ClaimWorker<T extends AttemptedClaim> {
   private readonly inFlight = new Set<T[]>();
@@ -62,7 +71,11 @@ export class ClaimWorker<T extends AttemptedClaim> {
   /** Set while a trigger waits for a busy loop to finish before a loop of its own claims. */
   private besideTimer?: NodeJS.Timeout;
 
-  constructor(private readonly spec: ClaimWorkerSpec<T>) {}
+  private readonly leases: ClaimLeases<T>;
+
+  constructor(private readonly spec: ClaimWorkerSpec<T>) {
+    this.leases = new ClaimLeases<T>(spec);
+  }
 
   /**
    * Claims now, or as soon as the claim in flight returns, or makes a busy loop claim again when
@@ -89,12 +102,29 @@ export class ClaimWorker<T extends AttemptedClaim> {
       return;
     }
     for (const row of rows) this.handedOff.push(row);
+    // Inserted claimed some time ago, by a transaction: unconfirmed until the next renewal.
+    this.leases.hold(rows, -Infinity);
     this.startSoon(false);
   }
 
   /** Handed-off rows no loop has taken yet. */
   get handedOffCount(): number {
     return this.handedOff.length;
+  }
+
+  /**
+   * Whether `row`, of a batch being processed, is still claimed by this process: for a row about
+   * to start an effect that its settle cannot fence (a handler's call out). Asks the database
+   * only when the row's claim was not confirmed within half a lease. False once it was taken
+   * over (it is then no longer renewed) or when the database cannot say.
+   */
+  stillHeld(row: T): Promise<boolean> {
+    return this.leases.stillHeld(row);
+  }
+
+  /** Stops renewing rows settled before their batch ends. */
+  settled(rows: readonly T[]): void {
+    this.leases.drop(rows);
   }
 
   /** Runs until no due row is left; resolves, when done, with how many rows were claimed meanwhile. */
@@ -119,6 +149,7 @@ export class ClaimWorker<T extends AttemptedClaim> {
       await Promise.race([Promise.all([...this.loops]), sleep(grace, undefined, { signal: graceOver.signal }).catch(() => undefined)]);
       graceOver.abort();
     }
+    this.leases.stop();
     await this.releaseLeftovers([...[...this.inFlight].flat(), ...this.handedOff.splice(0)]);
   }
 
@@ -195,10 +226,12 @@ export class ClaimWorker<T extends AttemptedClaim> {
 
   /** One claim → process cycle; returns how many rows it claimed. */
   private async claimAndProcess(): Promise<number> {
+    // Before the statement is sent: the database sets `claimed_at` no earlier.
+    const claimedAt = performance.now();
     const batch = await this.claim(randomUUID());
     if (batch.length === 0) return 0;
     if (batch.length === this.spec.batchSize) this.spawn();
-    await this.processClaimed(batch);
+    await this.processClaimed(batch, claimedAt);
     return batch.length;
   }
 
@@ -212,15 +245,18 @@ export class ClaimWorker<T extends AttemptedClaim> {
     return batch;
   }
 
-  private async processClaimed(batch: T[]): Promise<void> {
+  private async processClaimed(batch: T[], claimedAt?: number): Promise<void> {
     this.claimedRows += batch.length;
     this.inFlight.add(batch);
+    // Handed-off rows are held since their hand-off.
+    if (claimedAt !== undefined) this.leases.hold(batch, claimedAt);
     try {
       await this.spec.process(batch);
       // Settling an ordered row may have made the next row of its key claimable: look again.
       if (batch.some((row) => row.orderingKey !== null)) this.lookAgain = true;
     } finally {
       this.inFlight.delete(batch);
+      this.leases.drop(batch);
     }
   }
 

@@ -25,7 +25,7 @@ export interface FailedSettlement extends ClaimRef {
   error: string;
 }
 
-/** A PROCESSING row whose claim is older than the reclaim threshold. */
+/** A PROCESSING row whose lease ran out: not claimed or renewed within the reclaim threshold. */
 export interface ExpiredClaim extends AttemptedClaim {
   claimedBy: string | null;
   /** Why the attempt before this claim failed, if one did: kept when the reclaim records its own reason. */
@@ -195,6 +195,12 @@ export interface StateTable {
   settleDone(target: SqlTarget, claims: ClaimRef[]): Promise<number>;
   /** Records failed attempts (attempts + 1); returns how many were still held by their token. */
   settleFailed(target: SqlTarget, settlements: FailedSettlement[]): Promise<number>;
+  /**
+   * Renews the lease of claims still held by their token (`claimed_at` = the database's now), so
+   * the stuck detector leaves them alone for another lease; returns how many were still held. A
+   * row settled or taken over meanwhile is not touched.
+   */
+  renew(dataSource: DataSource, claims: ClaimRef[]): Promise<number>;
   /** Gives claims back unattempted (graceful shutdown, transport unavailable); returns how many were still held. */
   release(dataSource: DataSource, claims: ClaimRef[]): Promise<number>;
   /**
@@ -202,7 +208,7 @@ export interface StateTable {
    * lost, which may have committed. Returns how many it gave back.
    */
   releaseClaim(dataSource: DataSource, claimToken: string): Promise<number>;
-  /** PROCESSING rows claimed more than `olderThanMs` ago, oldest first. */
+  /** PROCESSING rows claimed or last renewed more than `olderThanMs` ago, oldest first. */
   findExpiredClaims(dataSource: DataSource, olderThanMs: number, limit: number): Promise<ExpiredClaim[]>;
   /** Backlog of due claimable rows, and PROCESSING rows claimed more than `staleAfterMs` ago. */
   healthCounts(dataSource: DataSource, staleAfterMs: number): Promise<HealthCounts>;

@@ -10,6 +10,7 @@ import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/se
 import { MessageStatus } from '../message/message-status';
 import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { leaseTimings } from '../options/claim-lease';
 import { describeError } from '../retry/error-classifier';
 import { InboxConsumers } from './inbox-consumers';
 import { InboxWakeup } from './inbox-wakeup';
@@ -68,6 +69,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       claim: (limit, claimToken) => this.dialect.claim(this.dataSource, consumers, limit, claimToken, this.instanceId),
       process: (batch) => this.processBatch(batch),
       processTimeoutMs: this.options.stuckReclaimAfterMs,
+      ...leaseTimings(this.options),
       logger: this.logger,
     });
     this.worker = worker;
@@ -91,8 +93,28 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     await this.worker?.stop();
   }
 
+  /**
+   * Runs a batch's rows one after another. Each row's lease is renewed while it waits for its
+   * turn; a row whose claim was taken over all the same (this process stalled past its lease)
+   * is not started: its new claimant runs it, and a handler's effects outside its transaction
+   * (a call out, an e-mail) must not happen twice.
+   */
   private async processBatch(batch: ClaimedInboxMessage[]): Promise<void> {
-    for (const row of batch) await this.processTraced(row);
+    const worker = this.worker!;
+    for (const row of batch) {
+      if (!(await worker.stillHeld(row))) {
+        this.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'inbox', count: 1 }));
+        this.logger.warn(
+          `${printable(row.consumer)}: message ${printable(row.messageId)} is no longer claimed by this instance (taken over, or its lease could not be confirmed); not running it: its next claimant will`,
+        );
+        continue;
+      }
+      try {
+        await this.processTraced(row);
+      } finally {
+        worker.settled([row]);
+      }
+    }
   }
 
   /** The stored delivery in a consumer span continuing the trace its stored headers carry (AMQP headers, a webhook's request headers). */

@@ -21,9 +21,9 @@ const RECLAIM_PAGE = 500;
 export interface StuckCheckReport {
   /** Messages due and waiting to be claimed (delayed ones and retries in backoff are not). */
   backlog: number;
-  /** PROCESSING rows older than `stuckWarnAfterMs`, reclaimed or not. */
+  /** PROCESSING rows not renewed for `stuckWarnAfterMs`, reclaimed or not. */
   staleProcessing: number;
-  /** PROCESSING rows older than `stuckReclaimAfterMs`, reclaimed as a failed attempt. */
+  /** PROCESSING rows whose lease ran out (not renewed for `stuckReclaimAfterMs`), reclaimed as a failed attempt. */
   reclaimed: number;
   /**
    * Outbox messages waiting for a transport this process does not configure, by its name: sent
@@ -33,8 +33,9 @@ export interface StuckCheckReport {
 }
 
 /**
- * Finds claims whose claimant died: warns about PROCESSING rows older than `stuckWarnAfterMs`,
- * and reclaims those older than `stuckReclaimAfterMs` as a failed attempt (attempts + 1, new
+ * Finds claims whose claimant died: live claimants renew their claims (`ClaimLeases`), so a
+ * PROCESSING row not renewed for `stuckWarnAfterMs` is warned about, and one not renewed for
+ * `stuckReclaimAfterMs` (the lease) is reclaimed as a failed attempt (attempts + 1, new
  * backoff, token cleared; MANUAL_REQUIRED at the limit), fenced by the old token so a claimant
  * that was only slow and settles meanwhile wins. Also reports the backlog, and warns about outbox
  * messages published for a transport this process does not configure.
@@ -99,7 +100,9 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
     for (const { table, wake } of this.tables) {
       const counts = await table.healthCounts(this.dataSource, this.options.stuckWarnAfterMs);
       if (counts.staleProcessing > 0) {
-        this.logger.warn(`${counts.staleProcessing} ${table.label} message(s) PROCESSING for more than ${this.options.stuckWarnAfterMs} ms`);
+        this.logger.warn(
+          `${counts.staleProcessing} ${table.label} message(s) PROCESSING without a lease renewal for more than ${this.options.stuckWarnAfterMs} ms`,
+        );
       }
       if (counts.backlog > 0) this.logger.log(`${table.label} backlog: ${counts.backlog} message(s) due and waiting`);
       const reclaimed = await this.reclaimExpired(table);

@@ -27,7 +27,7 @@ export class OutboxModuleOptions {
    * message is inserted already claimed by this process's dispatcher, which sends it without
    * claiming it or reading it back (ordered and delayed messages, and those of a lane that is not
    * sending or is behind, go the claimed way). If the process dies before sending it, the stuck
-   * detector reclaims it after `stuckReclaimAfterMs`, instead of the next poll taking it.
+   * detector reclaims it after one lease (`stuckReclaimAfterMs`), instead of the next poll taking it.
    * PostgreSQL only for now; elsewhere every message is claimed.
    */
   @IsBoolean()
@@ -126,31 +126,51 @@ export class OutboxModuleOptions {
   backoffJitter = 0.2;
 
   /**
-   * How long a claim is held before another instance may take it over, i.e. how long a killed
-   * instance's messages wait (plus at most one check interval). Sets the defaults of the options
-   * that must move with it: `stuckReclaimAfterMs` (the lease), `stuckWarnAfterMs` (a fifth of it),
-   * `stuckCheckIntervalMs` (a tenth) and `sendTimeoutMs` (a thirtieth); any of them set explicitly
-   * keeps its value. Unset: those four keep their own defaults (a 300 s lease). At least 3,000.
+   * The claim lease: how long a claim may go unrenewed before another instance takes it over.
+   * Live instances renew their claims every `leaseRenewIntervalMs`, so this is how long a killed
+   * instance's messages wait (plus at most one check interval), not a bound on a send or a
+   * handler. Sets the defaults of the options that move with it: `stuckReclaimAfterMs` (the
+   * lease), `stuckWarnAfterMs` (half of it), `leaseRenewIntervalMs` (a third),
+   * `stuckCheckIntervalMs` (a tenth) and `sendTimeoutMs` (a third); any of them set explicitly
+   * keeps its value. Unset: those keep their own defaults (a 30 s lease). At least 3,000.
    */
   @IsOptional()
   @IsInt()
   @Min(MIN_CLAIM_LEASE_MS)
   claimLeaseMs?: number = undefined;
 
-  /** How often the stuck detector looks for abandoned claims and reports the backlog. */
+  /** How often the stuck detector looks for claims whose lease ran out, and reports the backlog. */
   @IsInt()
   @Min(100)
-  stuckCheckIntervalMs = 30_000;
+  stuckCheckIntervalMs = 3_000;
 
-  /** A PROCESSING row older than this is logged as a warning. */
+  /**
+   * A PROCESSING row whose claim was not renewed for this long is logged as a warning: its
+   * claimant is late renewing, or dead. Keep it above `leaseRenewIntervalMs`. Default: 15 s, or
+   * half of `stuckReclaimAfterMs` where that is set.
+   */
   @IsInt()
   @Min(100)
-  stuckWarnAfterMs = 60_000;
+  stuckWarnAfterMs = 15_000;
 
-  /** A PROCESSING row older than this is reclaimed (its claimant is presumed dead). */
+  /**
+   * The lease: a PROCESSING row whose claim was not renewed for this long is reclaimed (its
+   * claimant is presumed dead) as a failed attempt. `claimLeaseMs` sets it with the options that
+   * move with it.
+   */
   @IsInt()
   @Min(100)
-  stuckReclaimAfterMs = 300_000;
+  stuckReclaimAfterMs = 30_000;
+
+  /**
+   * How often a process renews the leases of the claims it holds (rows being sent or handled, or
+   * waiting in their batch): one fenced UPDATE per claimed batch. At most half the lease, so that
+   * one late renewal does not lose a claim. Default: a third of `stuckReclaimAfterMs`.
+   */
+  @IsOptional()
+  @IsInt()
+  @Min(50)
+  leaseRenewIntervalMs?: number = undefined;
 
   /** Send a cross-instance wake-up (PostgreSQL NOTIFY) from publishing transactions. */
   @IsBoolean()

@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { OutboxOptionsError } from '../errors';
-import { applyClaimLease, LeaseDerivedOption } from './claim-lease';
+import { applyClaimLease, applyLeaseDefaults, LeaseDerivedOption } from './claim-lease';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './outbox-module-options';
 
 /** Options fixed where the module is declared (`OutboxModuleStaticOptions`), never returned by an async factory. */
@@ -22,6 +22,7 @@ export function runtimeOptionProblems(input: OutboxModuleOptionsInput | undefine
 function checkOutboxOptions(input: OutboxModuleOptionsInput | undefined): { options: OutboxModuleOptions; problems: string[] } {
   const options = plainToInstance(OutboxModuleOptions, input ?? {}, { exposeDefaultValues: true });
   const derived = applyClaimLease(options, input ?? {});
+  applyLeaseDefaults(options, input ?? {});
   const problems = validateSync(options, { forbidUnknownValues: true, whitelist: false }).flatMap(describe);
   problems.push(...unknownKeys(input), ...crossFieldProblems(options, derived));
   if (options.isFatalError !== undefined && typeof options.isFatalError !== 'function') {
@@ -59,6 +60,12 @@ function crossFieldProblems(o: OutboxModuleOptions, derived: LeaseDerivedOption[
   // A claim reclaimed while its send may still be waiting for a confirm would be sent twice.
   if (o.stuckReclaimAfterMs <= o.sendTimeoutMs) {
     problems.push(`${named('stuckReclaimAfterMs')} must exceed ${named('sendTimeoutMs')}, or live sends would be reclaimed`);
+  }
+  // One renewal late (a busy event loop, a slow statement) must not cost a live claim.
+  if (o.leaseRenewIntervalMs !== undefined && o.leaseRenewIntervalMs > o.stuckReclaimAfterMs / 2) {
+    problems.push(
+      `${named('leaseRenewIntervalMs')} must be at most half of ${named('stuckReclaimAfterMs')}, or one late renewal would let a live claim be taken over`,
+    );
   }
   return problems;
 }

@@ -14,6 +14,7 @@ import { ClaimedMessage, InsertClaim, InsertedClaimedRow } from '../dialects/out
 import { NewOutboxRow } from '../message/validate-message';
 import { OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { leaseTimings } from '../options/claim-lease';
 import { describeError } from '../retry/error-classifier';
 import { holdsTransactionControl } from './transaction-control-sql';
 
@@ -102,13 +103,12 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
   }
 
   /**
-   * Lets `lane` take the messages of transport `name`; returns a function that stops it. Not
-   * where the lease is shorter than four send timeouts: a handed-off message may wait for a loop
-   * (up to a send's time) and then be sent, after its transaction held it, and all of that must
-   * end well within the lease, or the stuck detector would reclaim it mid-send.
+   * Lets `lane` take the messages of transport `name`; returns a function that stops it. Once
+   * handed off, a message's lease is renewed by the lane like any claim it holds; until then its
+   * transaction holds it, which `handOff` accounts for.
    */
   register(name: string, lane: HandoffLane): () => void {
-    if (!this.options.sendOnCommit || this.options.stuckReclaimAfterMs < 4 * this.options.sendTimeoutMs) return () => undefined;
+    if (!this.options.sendOnCommit) return () => undefined;
     this.lanes.set(name, lane);
     return () => {
       if (this.lanes.get(name) === lane) this.lanes.delete(name);
@@ -258,14 +258,14 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
   /**
    * Hands a committed transaction's messages to their lanes: from memory, or, where memory cannot
    * vouch for them, through the table. A record held so long that its lease could run out before
-   * it is sent (half the lease, or less where sends may take long) may have been reclaimed, or
-   * be about to be, so its lease is renewed first. With the table asked, withdrawn messages
-   * go too: a raw rollback may have undone their cancel, and an ABANDONED row is not confirmed.
+   * the lane's first renewal (within a renewal interval of the hand-off, with another to spare)
+   * may have been reclaimed, or be about to be, so its lease is renewed first. With the table
+   * asked, withdrawn messages go too: a raw rollback may have undone their cancel, and an
+   * ABANDONED row is not confirmed.
    */
   private handOff(transaction: TransactionRecords): void {
-    const { stuckReclaimAfterMs: lease, sendTimeoutMs } = this.options;
-    // Time left for a wait and a send after the confirm, with a send's time to spare.
-    const heldSince = performance.now() - Math.min(lease / 2, lease - 3 * sendTimeoutMs);
+    const { leaseMs, renewIntervalMs } = leaseTimings(this.options);
+    const heldSince = performance.now() - Math.min(leaseMs / 2, leaseMs - 2 * renewIntervalMs);
     const confirmFirst = transaction.unsure || transaction.records.some((r) => r.recordedAt < heldSince);
     const byLane = new Map<HandoffLane, ClaimedMessage[]>();
     for (const { lane, message, withdrawnAt } of transaction.records) {

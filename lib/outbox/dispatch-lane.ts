@@ -38,6 +38,9 @@ export interface DispatchLaneSpec {
   batchSize: number;
   concurrency: number;
   sendTimeoutMs: number;
+  /** The claim lease (`stuckReclaimAfterMs`), renewed every `renewIntervalMs` while the lane holds claims. */
+  leaseMs: number;
+  renewIntervalMs: number;
   dataSource: DataSource;
   dialect: OutboxDialect;
   instanceId: string;
@@ -85,6 +88,8 @@ export class DispatchLane implements HandoffLane {
       claim: (limit, claimToken) => dialect.claim(dataSource, limit, claimToken, instanceId, name),
       process: (batch) => this.sendAndSettle(batch),
       processTimeoutMs: spec.sendTimeoutMs,
+      leaseMs: spec.leaseMs,
+      renewIntervalMs: spec.renewIntervalMs,
       isReady: () => !this.paused && (transport.isAvailable?.() ?? true),
       logger: this.logger,
     });

@@ -6,6 +6,7 @@ import { failurePolicyFrom } from '../engine/settlement';
 import { OutboxError } from '../errors';
 import { OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
+import { leaseTimings } from '../options/claim-lease';
 import { OutboxTransports } from '../transport/outbox-transports';
 import { DispatcherStats, DispatchLane } from './dispatch-lane';
 import { OutboxWakeup } from './outbox-wakeup';
@@ -52,6 +53,7 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
         batchSize: spec.batchSize ?? options.batchSize,
         concurrency: spec.dispatchConcurrency ?? options.dispatchConcurrency,
         sendTimeoutMs: options.sendTimeoutMs,
+        ...leaseTimings(options),
         dataSource,
         dialect,
         instanceId,

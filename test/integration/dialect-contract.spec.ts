@@ -216,6 +216,29 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
         expect((await rowsById(t, kind)).get(claimed.id)).toMatchObject({ status: DONE, claimToken: null });
       });
 
+      it('renews the lease of rows still held by their token, and of no other row', async () => {
+        const rows = await seed(t, kind, [
+          { status: PROCESSING, claimedAgoMs: 5 * MINUTE, claimToken: randomUUID(), claimedBy: 'a' },
+          { status: PROCESSING, claimedAgoMs: 5 * MINUTE, claimToken: randomUUID(), claimedBy: 'b' },
+          { status: PROCESSING, claimedAgoMs: 5 * MINUTE, claimToken: randomUUID(), claimedBy: 'c' },
+        ]);
+        const [mine, takenOver, settled] = rows.map((row) => ({ id: row.id, claimToken: row.claimToken! }));
+        expect(await table().settleDone(t.dataSource, [settled])).toBe(1);
+        const before = await databaseNow(t);
+        // The second row's claim was taken over: the renewal comes with the token it had.
+        const renewed = await table().renew(t.dataSource, [mine, { ...takenOver, claimToken: randomUUID() }, settled]);
+        const after = await databaseNow(t);
+        expect(renewed).toBe(1);
+        const stored = await rowsById(t, kind);
+        expectWithin(stored.get(mine.id)!.claimedAt, before, after);
+        expect(stored.get(mine.id)).toMatchObject({ status: PROCESSING, claimToken: mine.claimToken });
+        expect(stored.get(takenOver.id)!.claimedAt!.getTime()).toBeLessThan(before.getTime() - 4 * MINUTE);
+        expect(stored.get(settled.id)).toMatchObject({ status: DONE });
+        // Renewed: no longer expired; the other is.
+        expect((await table().findExpiredClaims(t.dataSource, MINUTE, 10)).map((c) => c.id)).toEqual([takenOver.id]);
+        expect(await table().renew(t.dataSource, [])).toBe(0);
+      });
+
       it('gives back every row still held under a claim token, due now', async () => {
         await seed(t, kind, [{}, { status: FAILED, attempts: 2 }, {}]);
         const token = randomUUID();

@@ -21,11 +21,11 @@ const INSTANCE_ID = 'it-send-on-commit';
 const SENDS_ON_COMMIT = DATABASE_KIND === 'postgres';
 const onlyWhereSentOnCommit = SENDS_ON_COMMIT ? it : it.skip;
 const BATCH_SIZE = 50;
-/** The claim lease (`stuckReclaimAfterMs`) and send timeout of the test's app: sending on commit needs four sends' time in a lease. */
+/** The claim lease (`stuckReclaimAfterMs`, renewed every third of it) and send timeout of the test's app. */
 const LEASE_MS = 12_000;
 const SEND_TIMEOUT_MS = 3_000;
 /** How long a transaction may hold a message before its hand-off is confirmed (and its lease renewed). */
-const CONFIRM_AFTER_MS = LEASE_MS - 3 * SEND_TIMEOUT_MS;
+const CONFIRM_AFTER_MS = LEASE_MS - 2 * Math.floor(LEASE_MS / 3);
 
 /** One level of a transaction: messages published in it, savepoints inside it, and how it ends. */
 interface Level {

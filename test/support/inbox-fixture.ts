@@ -21,6 +21,8 @@ export interface InboxFixtureConfig {
   crash?: 'after-commit' | 'in-handler';
   /** Print `HANDLER_STARTED <consumer> <messageId>` on stdout each time the handler starts (for tests of child processes). */
   announceStarts?: boolean;
+  /** Ignore the events' `holdMs`: an instance that takes over a held message runs it at once. */
+  ignoreHolds?: boolean;
 }
 
 /** What the handler does, from the message body. */
@@ -73,7 +75,7 @@ function createConsumerClass(config: InboxFixtureConfig, consumer: { name: strin
       const key = message.properties.messageId ?? String(event.orderId);
       const attempt = (attempts.get(key) ?? 0) + 1;
       attempts.set(key, attempt);
-      if (event.holdMs) await new Promise((resolve) => setTimeout(resolve, event.holdMs));
+      if (event.holdMs && !config.ignoreHolds) await new Promise((resolve) => setTimeout(resolve, event.holdMs));
       await this.txHost.tx
         .getRepository(TestEffect)
         .insert({ consumer: consumer.name, orderId: event.orderId, messageId: message.properties.messageId ?? null });

@@ -36,8 +36,11 @@ class FakeQueue {
     return new ClaimWorker<Row>({
       besideBusyLoopsAfterMs,
       dataSource: undefined as never,
+      leaseMs: 60_000,
+      renewIntervalMs: 20_000,
       table: {
         label: 'fake',
+        renew: async (_: unknown, rows: Row[]) => rows.length,
         release: async (_: unknown, rows: Row[]) => {
           if (this.releaseError) throw this.releaseError;
           this.released.push(...rows.map((row) => Number(row.id)));
