@@ -102,7 +102,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     },
     { provide: OUTBOX_DATA_SOURCE, useExisting: getDataSourceToken(statics.dataSourceName) },
     { provide: OutboxIdentity, useValue: new OutboxIdentity(outboxName, statics.transactionConnectionName) },
-    outboxTransactionHostProvider(statics.transactionConnectionName),
+    outboxTransactionHostProvider(statics.transactionConnectionName, statics.dataSourceName),
     { provide: OUTBOX_TABLE_NAMES, useValue: tables },
     {
       provide: DATABASE_DIALECT,
