@@ -4,8 +4,8 @@ import { OutboxError } from '../errors';
 import { InboxWorker } from '../inbox/inbox.worker';
 import { describeOutbox, namedOutbox } from '../naming/outbox-name';
 import { outboxPart } from './outbox-parts';
-import { getInboxWorkerToken, getOutboxDispatcherToken } from '../naming/outbox-tokens';
-import { OUTBOX_OPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { getInboxWorkerToken, getOutboxDispatcherToken, getOutboxTransportToken } from '../naming/outbox-tokens';
+import { OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import type { OutboxTransports } from '../transport/outbox-transports';
 import type { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxDispatcher } from '../outbox/outbox.dispatcher';
@@ -111,12 +111,13 @@ export class OutboxTestKit {
 
   /** The application's transport; fails unless it is `CapturingOutboxTransport`. */
   get transport(): CapturingOutboxTransport {
-    const transport = this.part<unknown>(OUTBOX_TRANSPORT);
+    const transport = this.part<unknown>(getOutboxTransportToken(this.outbox));
     if (!(transport instanceof CapturingOutboxTransport)) {
       const whose = this.outbox === undefined ? "The application's outbox transport" : `The transport of ${describeOutbox(this.outbox)}`;
       const name = this.outbox === undefined ? '' : `name: ${JSON.stringify(this.outbox)}, `;
+      const token = this.outbox === undefined ? 'OUTBOX_TRANSPORT' : `getOutboxTransportToken(${JSON.stringify(this.outbox)})`;
       throw new OutboxTestKitError(
-        `${whose} is ${(transport as object)?.constructor?.name ?? String(transport)}, not CapturingOutboxTransport: import OutboxModule.forRoot({ ${name}transport: CapturingOutboxTransport }) in the test`,
+        `${whose} is ${(transport as object)?.constructor?.name ?? String(transport)}, not CapturingOutboxTransport: override it in the test (Test.createTestingModule(...).overrideProvider(${token}).useClass(CapturingOutboxTransport)) or import OutboxModule.forRoot({ ${name}transport: CapturingOutboxTransport })`,
       );
     }
     return transport;
@@ -237,7 +238,7 @@ export class OutboxTestKit {
 
   /** Hands what every capturing transport captured since the last look to the inbox handlers, if asked. */
   private async deliverCaptured(settings: Required<FlushOptions>): Promise<number> {
-    const transport = this.part<unknown>(OUTBOX_TRANSPORT);
+    const transport = this.part<unknown>(getOutboxTransportToken(this.outbox));
     if (!(transport instanceof CapturingOutboxTransport)) {
       if (settings.deliverToInboxHandlers) void this.transport; // throws, naming what to import
       return 0;
