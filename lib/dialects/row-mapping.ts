@@ -13,7 +13,7 @@ import { ClaimedMessage, OutboxMessageState } from './outbox-dialect';
 type SelectedRow = Record<string, any>;
 
 /** What a claimed row of either table carries: the message as the transport sends it or a handler gets it. */
-type ClaimedFields = Omit<ClaimedMessage, 'transport' | 'destination' | 'createdAt'>;
+type ClaimedFields = Omit<ClaimedMessage, 'transport' | 'destination' | 'bizKey' | 'createdAt'>;
 
 function claimedFields(row: SelectedRow, id: string, claimToken: string): ClaimedFields {
   return {
@@ -48,6 +48,7 @@ export function toClaimedMessage(
   const message = claimedFields(row, converted.id, converted.claimToken ?? row.claim_token) as ClaimedMessage;
   message.transport = converted.transport ?? row.transport;
   message.destination = row.destination;
+  message.bizKey = row.biz_key;
   message.createdAt = converted.createdAt;
   return message;
 }

@@ -69,7 +69,7 @@ describe("The test kit on the application's own module, with its transports over
     async () => {
       const kit = OutboxTestKit.from(app);
       const { messageId } = await app.get(OrderPayments).pay(EXCHANGE);
-      await kit.flush();
+      expect(await kit.flush()).toMatchObject({ sent: 1 });
       expect(kit.transport.messages.map((message) => message.messageId)).toEqual([messageId]);
       expect(app.get(OUTBOX_TRANSPORT)).toBe(kit.transport);
       const broker = await connect(AMQP_URL);
