@@ -11,8 +11,9 @@ import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
 import { InboxConsumers } from './inbox/inbox-consumers';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
 import { InboxWakeup } from './inbox/inbox-wakeup';
-import { ConfigurableOutboxModule, OUTBOX_ASYNC_OPTIONS_TYPE, OUTBOX_MODULE_RAW_OPTIONS, OUTBOX_OPTIONS_TYPE } from './outbox-module-definition';
+import { ConfigurableOutboxModule, OUTBOX_MODULE_RAW_OPTIONS, OUTBOX_OPTIONS_TYPE } from './outbox-module-definition';
 import { OutboxModuleStaticOptions } from './options/outbox-module-static-options';
+import { OutboxModuleAsyncOptions } from './options/outbox-module-async-options';
 import {
   DATABASE_DIALECT,
   INBOX_DIALECT,
@@ -79,7 +80,7 @@ export class OutboxModule extends ConfigurableOutboxModule {
   }
 
   /** Static options (table names, transport, …) fail here, where the module is declared; the factory's options once it has run. */
-  static forRootAsync(options: typeof OUTBOX_ASYNC_OPTIONS_TYPE): DynamicModule {
+  static forRootAsync(options: OutboxModuleAsyncOptions): DynamicModule {
     return withOutboxProviders(super.forRootAsync(options), options);
   }
 }
