@@ -12,8 +12,9 @@ import { InboxConsumers } from './inbox/inbox-consumers';
 import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
 import { InboxSubscriptions } from './inbox/inbox-subscriptions';
 import { InboxWakeup } from './inbox/inbox-wakeup';
-import { ConfigurableOutboxModule, OUTBOX_ASYNC_OPTIONS_TYPE, OUTBOX_MODULE_RAW_OPTIONS, OUTBOX_OPTIONS_TYPE } from './outbox-module-definition';
+import { ConfigurableOutboxModule, OUTBOX_MODULE_RAW_OPTIONS, OUTBOX_OPTIONS_TYPE } from './outbox-module-definition';
 import { OutboxModuleStaticOptions } from './options/outbox-module-static-options';
+import { OutboxModuleAsyncOptions } from './options/outbox-module-async-options';
 import {
   DATABASE_DIALECT,
   INBOX_DIALECT,
@@ -25,7 +26,6 @@ import {
   OUTBOX_INSTANCE_ID,
   OUTBOX_OPTIONS,
   OUTBOX_TABLE_NAMES,
-  OUTBOX_TRANSPORT,
   OUTBOX_TRANSPORTS,
 } from './outbox.constants';
 import { defaultTransportName, LaneSpec, laneSpecs } from './options/transport-lanes';
@@ -53,6 +53,7 @@ import { namedOutbox } from './naming/outbox-name';
 import { OutboxIdentity } from './naming/outbox-identity';
 import { outboxTransactionHostProvider } from './naming/outbox-transaction-host';
 import { publicProviders } from './naming/public-providers';
+import { getOutboxTransportToken } from './naming/outbox-tokens';
 
 /**
  * The transactional outbox and inbox: `OutboxService` to publish inside your transactions, a
@@ -83,7 +84,7 @@ export class OutboxModule extends ConfigurableOutboxModule {
   }
 
   /** Static options (table names, transport, …) fail here, where the module is declared; the factory's options once it has run. */
-  static forRootAsync(options: typeof OUTBOX_ASYNC_OPTIONS_TYPE): DynamicModule {
+  static forRootAsync(options: OutboxModuleAsyncOptions): DynamicModule {
     return withOutboxProviders(super.forRootAsync(options), options);
   }
 }
@@ -106,7 +107,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     },
     { provide: OUTBOX_DATA_SOURCE, useExisting: getDataSourceToken(statics.dataSourceName) },
     { provide: OutboxIdentity, useValue: new OutboxIdentity(outboxName, statics.transactionConnectionName) },
-    outboxTransactionHostProvider(statics.transactionConnectionName),
+    outboxTransactionHostProvider(statics.transactionConnectionName, statics.dataSourceName),
     { provide: OUTBOX_TABLE_NAMES, useValue: tables },
     {
       provide: DATABASE_DIALECT,
@@ -146,7 +147,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       // Two applications in one process must not share an identity.
       useFactory: (options: OutboxModuleOptions) => options.instanceId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     },
-    ...transportProviders(lanes, defaultLane),
+    ...transportProviders(lanes, defaultLane, outboxName),
     OutboxWakeup,
     CommitHandoff,
     ServerRollbackWatch,
@@ -171,11 +172,26 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
   };
 }
 
-/** One provider per lane's transport (Nest creates each), the registry of them all, and the default one under `OUTBOX_TRANSPORT`. */
-function transportProviders(lanes: LaneSpec[], defaultLane: string): Provider[] {
+/**
+ * One provider per lane's transport (Nest creates each) and the registry of them all. The default
+ * lane's transport is created under the token users know (`OUTBOX_TRANSPORT`, or
+ * `getOutboxTransportToken(name)` in a named outbox) and the lane and the registry take it from
+ * there, so that `Test.createTestingModule(...).overrideProvider(OUTBOX_TRANSPORT)` replaces the
+ * transport the dispatcher sends through, not only the one tests read. A named outbox provides no
+ * `OUTBOX_TRANSPORT` of its own: overriding it reaches the default outbox only.
+ */
+function transportProviders(lanes: LaneSpec[], defaultLane: string, outboxName: string | undefined): Provider[] {
+  const publicToken = getOutboxTransportToken(outboxName);
   const tokens = lanes.map((lane) => laneTransportToken(lane.name));
   return [
-    ...lanes.map((lane, index) => ({ provide: tokens[index], useClass: lane.transport })),
+    ...lanes.flatMap((lane, index): Provider[] =>
+      lane.name === defaultLane
+        ? [
+            { provide: publicToken, useClass: lane.transport },
+            { provide: tokens[index], useExisting: publicToken },
+          ]
+        : [{ provide: tokens[index], useClass: lane.transport }],
+    ),
     {
       provide: OUTBOX_TRANSPORTS,
       inject: tokens,
@@ -185,6 +201,5 @@ function transportProviders(lanes: LaneSpec[], defaultLane: string): Provider[] 
           defaultLane,
         ),
     },
-    { provide: OUTBOX_TRANSPORT, useExisting: laneTransportToken(defaultLane) },
   ];
 }

@@ -14,6 +14,8 @@ export interface ClaimedMessage extends AttemptedClaim {
   /** The JSON text as stored, sent byte for byte. */
   payload: string;
   headers: Record<string, unknown>;
+  /** The business key it was published with; null without one. */
+  bizKey: string | null;
   createdAt: Date;
 }
 

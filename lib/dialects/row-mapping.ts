@@ -14,7 +14,7 @@ import { attemptsColumn, jsonObjectColumn, maxAttemptsColumn, optionalTextColumn
 type SelectedRow = Record<string, any>;
 
 /** What a claimed row of either table carries: the message as the transport sends it or a handler gets it. */
-type ClaimedFields = Omit<ClaimedMessage, 'transport' | 'destination' | 'createdAt'>;
+type ClaimedFields = Omit<ClaimedMessage, 'transport' | 'destination' | 'bizKey' | 'createdAt'>;
 
 /**
  * Every column checked as it is read: a value the library never writes throws an
@@ -53,6 +53,7 @@ export function toClaimedMessage(
   const message = claimedFields(row, converted.id, converted.claimToken ?? row.claim_token) as ClaimedMessage;
   message.transport = converted.transport ?? textColumn(row, 'transport');
   message.destination = textColumn(row, 'destination');
+  message.bizKey = row.biz_key == null ? null : textColumn(row, 'biz_key');
   message.createdAt = timeColumn(converted.createdAt, 'created_at');
   return message;
 }

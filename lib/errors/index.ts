@@ -15,3 +15,4 @@ export * from './retry-later.error';
 export * from './outbox-admin-filter.error';
 export * from './database-timeout.error';
 export * from './outbox-table-missing.error';
+export * from './input-rejected.error';

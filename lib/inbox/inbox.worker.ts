@@ -7,6 +7,7 @@ import { ServerRollbackWatch } from '../dialects/server-rollback-watch';
 import { ClaimWorker } from '../engine/claim-worker';
 import { persistently } from '../engine/persistently';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
+import { judgedPipeRejection } from './pipe-rejection';
 import { MessageStatus } from '../message/message-status';
 import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
@@ -180,7 +181,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
       this.logger.warn(`${printable(row.consumer)}: the claim on message ${printable(row.messageId)} was taken over; its effects were rolled back`);
       return;
     }
-    const settlement = failedSettlement(row, error, this.failurePolicy);
+    const settlement = failedSettlement(row, judgedPipeRejection(error, this.options.retryPipeRejections), this.failurePolicy);
     // Retried: a lost settle would leave the row PROCESSING until the stuck detector reclaims it.
     await persistently(() => this.dialect.settleFailed(this.dataSource, [settlement]));
     const event = {

@@ -1,6 +1,7 @@
 import { ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import type { ExternalContextCreator } from '@nestjs/core/helpers/external-context-creator';
 import { golevelup } from '../transport/amqp/golevelup';
+import { markingMethodErrors } from './pipe-rejection';
 
 /** A handler as Nest runs it: guards, interceptors, pipes and parameter decorators, then the method. */
 export type NestHandlerChain = (payload: unknown, message: unknown, headers: unknown) => Promise<unknown>;
@@ -18,7 +19,8 @@ export function nestHandlerChain(
   method: (...args: unknown[]) => unknown,
 ): NestHandlerChain {
   const { RABBIT_CONTEXT_TYPE_KEY, RabbitRpcParamsFactory } = golevelup();
-  const bound = method.bind(instance);
+  // What the method throws is told apart from what its pipes throw (see judgedPipeRejection).
+  const bound = markingMethodErrors(method.bind(instance));
   for (const key of Reflect.getMetadataKeys(method)) Reflect.defineMetadata(key, Reflect.getMetadata(key, method), bound);
   return contextCreator.create(
     instance,

@@ -1,6 +1,9 @@
-import { getTransactionHostToken } from '@nestjs-cls/transactional';
+import { getTransactionHostToken, TransactionHost } from '@nestjs-cls/transactional';
 import type { Provider } from '@nestjs/common';
-import type { OutboxIdentity } from './outbox-identity';
+import type { DataSource } from 'typeorm';
+import { OUTBOX_DATA_SOURCE } from '../outbox.constants';
+import { OutboxIdentity } from './outbox-identity';
+import { assertTransactionsOnOutboxDataSource } from './transaction-data-source';
 
 /**
  * Injection token, inside one `OutboxModule`, of the `TransactionHost` whose transactions the
@@ -10,12 +13,19 @@ import type { OutboxIdentity } from './outbox-identity';
  */
 export const OUTBOX_TRANSACTION_HOST = Symbol('OUTBOX_TRANSACTION_HOST');
 
-/** The provider of `OUTBOX_TRANSACTION_HOST` for the connection `connectionName` (undefined: the unnamed one). */
-export function outboxTransactionHostProvider(connectionName: string | undefined): Provider {
+/**
+ * The provider of `OUTBOX_TRANSACTION_HOST` for the connection `connectionName` (undefined: the
+ * unnamed one), which fails the start-up when that connection works on another DataSource than
+ * the outbox's (`dataSourceName`).
+ */
+export function outboxTransactionHostProvider(connectionName: string | undefined, dataSourceName: string | undefined): Provider {
   return {
     provide: OUTBOX_TRANSACTION_HOST,
-    inject: [{ token: getTransactionHostToken(connectionName), optional: true }],
-    useFactory: (host: unknown) => host,
+    inject: [{ token: getTransactionHostToken(connectionName), optional: true }, OUTBOX_DATA_SOURCE, OutboxIdentity],
+    useFactory: (host: TransactionHost | undefined, dataSource: DataSource, identity: OutboxIdentity) => {
+      assertTransactionsOnOutboxDataSource(host, dataSource, identity, dataSourceName);
+      return host;
+    },
   };
 }
 

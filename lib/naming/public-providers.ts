@@ -40,7 +40,6 @@ const SERVICES: [service: Type, tokenOf: (name: string) => OutboxToken<unknown>]
 
 /** Values the module provides under symbols, which users inject too. */
 const VALUES: [symbol, (name: string) => OutboxToken<unknown>][] = [
-  [OUTBOX_TRANSPORT, getOutboxTransportToken],
   [OUTBOX_TRANSPORTS, getOutboxTransportsToken],
   [INBOX_SUBSCRIPTIONS, getInboxSubscriptionsToken],
 ];
@@ -57,10 +56,14 @@ export function publicProviders(name: string | undefined): { providers: Provider
   if (name === undefined) {
     return {
       providers: [...SERVICES.map(([service]) => service), admin],
-      exports: [...SERVICES.map(([service]) => service), ...VALUES.map(([token]) => token)],
+      exports: [...SERVICES.map(([service]) => service), ...VALUES.map(([token]) => token), OUTBOX_TRANSPORT],
     };
   }
   const services = SERVICES.map(([service, tokenOf]) => ({ provide: tokenOf(name), useClass: service }));
   const values = VALUES.map(([token, tokenOf]) => ({ provide: tokenOf(name), useExisting: token }));
-  return { providers: [...services, ...values, admin], exports: [...services, ...values].map((provider) => provider.provide) };
+  // The default transport is provided under its public token by the module's transport providers.
+  return {
+    providers: [...services, ...values, admin],
+    exports: [...[...services, ...values].map((provider) => provider.provide), getOutboxTransportToken(name)],
+  };
 }

@@ -256,6 +256,15 @@ export class OutboxModuleOptions {
   instanceId?: string = undefined;
 
   /**
+   * Retry a stored webhook or deferred delivery whose method's pipes refused it with a client
+   * error (4xx, e.g. a `ValidationPipe`'s 400) like any failed attempt. Default false: the same
+   * input is refused on every attempt, so it goes to MANUAL_REQUIRED at once
+   * (`InputRejectedError`, with the pipe's messages in `last_error`).
+   */
+  @IsBoolean()
+  retryPipeRejections = false;
+
+  /**
    * Marks an error (or any error on its `cause` chain) as fatal: the message goes straight to
    * MANUAL_REQUIRED instead of being retried.
    */

@@ -139,6 +139,7 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
       attempts: 0,
       maxAttempts: row.maxAttempts,
       orderingKey: null,
+      bizKey: row.bizKey,
       messageId: row.messageId,
       type: row.type,
       exchange: row.exchange,

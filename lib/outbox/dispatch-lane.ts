@@ -120,6 +120,8 @@ export class DispatchLane implements HandoffLane {
 
   /** Dispatches until none of the lane's messages is due and every sent one is DONE; resolves with how many were claimed. */
   async drain(): Promise<number> {
+    // Committed messages being confirmed are handed to the worker next: their sends are this drain's too.
+    while (this.confirming.size > 0) await Promise.all([...this.confirming]);
     const claimed = await this.worker.drain();
     await this.doneSettler.idle();
     return claimed;

@@ -15,6 +15,7 @@ import { outboxUpgradeSummary } from './outbox-upgrade-summary';
  */
 export async function createTablesAtStartup(dataSource: DataSource, dialect: DatabaseDialect, tables: { outbox: string; inbox: string }): Promise<void> {
   if (!dataSource.options.synchronize) return;
+  const created: string[] = [];
   const upgradedFrom = await withQueryRunner(dataSource, async (runner) => {
     for (const [kind, table] of [
       ['outbox', tables.outbox],
@@ -27,12 +28,15 @@ export async function createTablesAtStartup(dataSource: DataSource, dialect: Dat
       for (const statement of tableDdl(dialect, kind, { table, quoted: qualifiedTable(dataSource, table), ifNotExists: true })) {
         await runner.query(statement);
       }
+      created.push(table);
     }
     return upgradeOutboxTable(runner, dialect, tables.outbox);
   });
   const logger = new Logger('OutboxModule');
   logger.debug(`Ensured tables ${tables.outbox} and ${tables.inbox} (${dialect.description})`);
-  if (upgradedFrom !== null) {
+  if (created.length > 0) logger.log(`Created ${created.length === 1 ? 'table' : 'tables'} ${created.join(' and ')} (${dialect.description})`);
+  // A table made just now runs version 1's statements, then each upgrade's: that is a creation, not an upgrade.
+  if (upgradedFrom !== null && !created.includes(tables.outbox)) {
     logger.log(
       `Upgraded the outbox table ${tables.outbox} from schema version ${upgradedFrom} to ${LATEST_OUTBOX_VERSION} (${outboxUpgradeSummary(upgradedFrom)})`,
     );

@@ -2,7 +2,11 @@ import { Injectable } from '@nestjs/common';
 import type { OutboxTransport, OutgoingMessage } from '../transport/outbox-transport';
 
 /** A message the dispatcher sent through `CapturingOutboxTransport`, with its payload parsed. */
-export interface CapturedMessage<T = unknown> extends Omit<OutgoingMessage, 'payload'> {
+export interface CapturedMessage<T = unknown> extends Omit<OutgoingMessage, 'payload' | 'bizKey' | 'orderingKey'> {
+  /** The `bizKey` it was published with; null without one. */
+  bizKey: string | null;
+  /** The `orderingKey` it was published with; null without one. */
+  orderingKey: string | null;
   /** The payload as the application published it (the stored JSON text, parsed). */
   payload: T;
   /** The JSON text as stored and sent. */
@@ -99,7 +103,7 @@ export class CapturingOutboxTransport implements OutboxTransport {
 
   async send(message: OutgoingMessage): Promise<void> {
     // Copied: the dispatcher's claimed row carries more than a transport is given.
-    const outgoing: OutgoingMessage = {
+    const outgoing: OutgoingMessage & { bizKey: string | null; orderingKey: string | null } = {
       messageId: message.messageId,
       type: message.type,
       transport: message.transport,
@@ -110,6 +114,8 @@ export class CapturingOutboxTransport implements OutboxTransport {
       headers: structuredClone(message.headers ?? {}),
       attempts: message.attempts,
       createdAt: message.createdAt,
+      bizKey: message.bizKey ?? null,
+      orderingKey: message.orderingKey ?? null,
     };
     if (this.failing && this.failing.remaining > 0) {
       this.failing.remaining -= 1;

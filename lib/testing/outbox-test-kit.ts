@@ -4,8 +4,8 @@ import { OutboxError } from '../errors';
 import { InboxWorker } from '../inbox/inbox.worker';
 import { describeOutbox, namedOutbox } from '../naming/outbox-name';
 import { outboxPart } from './outbox-parts';
-import { getInboxWorkerToken, getOutboxDispatcherToken } from '../naming/outbox-tokens';
-import { OUTBOX_OPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { getInboxWorkerToken, getOutboxDispatcherToken, getOutboxTransportToken } from '../naming/outbox-tokens';
+import { OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import type { OutboxTransports } from '../transport/outbox-transports';
 import type { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxDispatcher } from '../outbox/outbox.dispatcher';
@@ -52,7 +52,12 @@ export interface OutboxTestKitOptions extends FlushOptions {
 export interface FlushResult {
   /** Rounds run, the last of which did nothing. */
   rounds: number;
-  /** Messages the dispatcher sent (claims that failed or were given back are not counted). */
+  /**
+   * Messages the dispatcher sent since the previous flush (since start-up for the first), those it
+   * sent on its own included: a message sent as its transaction committed (`sendOnCommit`, where
+   * the database allows it) or by a poll counts in the next flush, so the count is the same on
+   * every database. Sends that failed or were given back are not counted.
+   */
   sent: number;
   /** Loopback deliveries made, redeliveries included. */
   delivered: number;
@@ -75,6 +80,8 @@ class KitState {
   subscriptions?: InboxSubscription[];
   /** Each dispatcher's failed sends as the last flush left them. */
   readonly failuresSeen = new Map<OutboxDispatcher, number>();
+  /** Each dispatcher's sends as the last flush left them. */
+  readonly sendsSeen = new Map<OutboxDispatcher, number>();
 }
 
 const states = new WeakMap<INestApplicationContext, KitState>();
@@ -111,12 +118,13 @@ export class OutboxTestKit {
 
   /** The application's transport; fails unless it is `CapturingOutboxTransport`. */
   get transport(): CapturingOutboxTransport {
-    const transport = this.part<unknown>(OUTBOX_TRANSPORT);
+    const transport = this.part<unknown>(getOutboxTransportToken(this.outbox));
     if (!(transport instanceof CapturingOutboxTransport)) {
       const whose = this.outbox === undefined ? "The application's outbox transport" : `The transport of ${describeOutbox(this.outbox)}`;
       const name = this.outbox === undefined ? '' : `name: ${JSON.stringify(this.outbox)}, `;
+      const token = this.outbox === undefined ? 'OUTBOX_TRANSPORT' : `getOutboxTransportToken(${JSON.stringify(this.outbox)})`;
       throw new OutboxTestKitError(
-        `${whose} is ${(transport as object)?.constructor?.name ?? String(transport)}, not CapturingOutboxTransport: import OutboxModule.forRoot({ ${name}transport: CapturingOutboxTransport }) in the test`,
+        `${whose} is ${(transport as object)?.constructor?.name ?? String(transport)}, not CapturingOutboxTransport: override it in the test (Test.createTestingModule(...).overrideProvider(${token}).useClass(CapturingOutboxTransport)) or import OutboxModule.forRoot({ ${name}transport: CapturingOutboxTransport })`,
       );
     }
     return transport;
@@ -162,6 +170,7 @@ export class OutboxTestKit {
     const dispatcher = this.part<OutboxDispatcher>(getOutboxDispatcherToken(this.outbox));
     const inboxWorker = this.part<InboxWorker>(getInboxWorkerToken(this.outbox));
     const result: FlushResult = { rounds: 0, sent: 0, delivered: 0, inboxRuns: 0 };
+    const sentBefore = this.state.sendsSeen.get(dispatcher) ?? 0;
     const retryWaitMs = this.longestRetryDelayMs();
     // The dispatcher also sends on its own, e.g. what a commit hands it at once: sends of it that
     // failed since the last flush have retries scheduled too.
@@ -178,7 +187,6 @@ export class OutboxTestKit {
       const claimed = await dispatcher.drain();
       const delivered = await this.deliverCaptured(settings);
       const inboxRuns = await inboxWorker.drain();
-      result.sent += dispatcher.stats.sent - before.sent;
       result.delivered += delivered;
       result.inboxRuns += inboxRuns;
       this.state.failuresSeen.set(dispatcher, dispatcher.stats.failed);
@@ -187,7 +195,11 @@ export class OutboxTestKit {
         retriesScheduled = dispatcher.stats.failed > before.failed || inboxRuns > 0;
         continue;
       }
-      if (!retriesScheduled || retryWaitMs > settings.waitForRetriesUpToMs) return result;
+      if (!retriesScheduled || retryWaitMs > settings.waitForRetriesUpToMs) {
+        result.sent = dispatcher.stats.sent - sentBefore;
+        this.state.sendsSeen.set(dispatcher, dispatcher.stats.sent);
+        return result;
+      }
       retriesScheduled = false;
       // The database clock may count in milliseconds: a retry due 1 ms later can still be in the future.
       await sleep(retryWaitMs + 2);
@@ -237,7 +249,7 @@ export class OutboxTestKit {
 
   /** Hands what every capturing transport captured since the last look to the inbox handlers, if asked. */
   private async deliverCaptured(settings: Required<FlushOptions>): Promise<number> {
-    const transport = this.part<unknown>(OUTBOX_TRANSPORT);
+    const transport = this.part<unknown>(getOutboxTransportToken(this.outbox));
     if (!(transport instanceof CapturingOutboxTransport)) {
       if (settings.deliverToInboxHandlers) void this.transport; // throws, naming what to import
       return 0;

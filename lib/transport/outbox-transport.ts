@@ -22,6 +22,10 @@ export interface OutgoingMessage {
   attempts: number;
   /** When the message was published (the database's clock at insert). */
   createdAt: Date;
+  /** The `bizKey` it was published with; null without one. Set on every message the dispatcher sends. */
+  bizKey?: string | null;
+  /** The `orderingKey` it was published with; null without one. Set on every message the dispatcher sends. */
+  orderingKey?: string | null;
 }
 
 /** The address fields of a message being published, as a transport checks them. */

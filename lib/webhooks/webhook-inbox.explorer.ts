@@ -9,6 +9,7 @@ import { OutboxError } from '../errors';
 import { decoratedMethods } from '../inbox/decorated-methods';
 import { InboxConsumers } from '../inbox/inbox-consumers';
 import { DeferredReplay } from '../inbox/deferred-replay';
+import { markingMethodErrors } from '../inbox/pipe-rejection';
 import { OUTBOX_OPTIONS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { resolveWebhookInbox } from './resolve-webhook-inbox';
@@ -95,7 +96,8 @@ export class WebhookInboxExplorer implements OnModuleInit {
   private storedRequestCall(instance: object, methodName: string, method: (...args: unknown[]) => unknown): StoredRequestCall {
     return this.contextCreator.create(
       instance,
-      method,
+      // What the method throws is told apart from what its pipes throw (see judgedPipeRejection).
+      markingMethodErrors(method),
       methodName,
       ROUTE_ARGS_METADATA,
       new StoredRequestParamsFactory(),

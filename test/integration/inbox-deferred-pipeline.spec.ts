@@ -27,7 +27,7 @@ const database = testDatabase('it_inbox_deferred_pipeline');
 const PREFIX = brokerName('it.inbox-deferred-pipeline');
 const EXCHANGE = `${PREFIX}.in`;
 const DEAD_LETTERS = `${PREFIX}.dlx`;
-const NAMES = ['piped', 'decoded', 'guarded'];
+const NAMES = ['piped', 'decoded', 'guarded', 'validated'];
 const queue = (name: string) => ({
   exchange: EXCHANGE,
   routingKey: name,
@@ -87,6 +87,12 @@ class DeferredConsumers {
   @InboxHandler({ consumer: 'piped', mode: 'deferred', maxAttempts: 1 })
   async piped(@RabbitPayload(EvenOrdersOnly) event: OrderEvent, @RabbitRequest() message: ConsumeMessage): Promise<void> {
     await this.write('piped', event.validated ? event.orderId : -event.orderId, message);
+  }
+
+  @RabbitSubscribe(queue('validated'))
+  @InboxHandler({ consumer: 'validated', mode: 'deferred', maxAttempts: 10 })
+  async validated(@RabbitPayload(EvenOrdersOnly) event: OrderEvent, @RabbitRequest() message: ConsumeMessage): Promise<void> {
+    await this.write('validated', event.orderId, message);
   }
 
   @RabbitSubscribe({ ...queue('decoded'), deserializer: decodeOrder })
@@ -162,6 +168,22 @@ describe('Deferred @InboxHandler methods run through the same Nest chain and des
       await processed('piped', messageId);
       expect(await inboxRow('piped', messageId)).toMatchObject({ status: 'MANUAL_REQUIRED', last_error: expect.stringMatching(/order 3 is odd/) });
       expect(await effects('piped', messageId)).toEqual([]);
+    },
+    timeoutFor(WAIT_TIMEOUT_MS),
+  );
+
+  it(
+    'gives up at once on a payload its pipes refuse with a client error, keeping what the pipe said',
+    async () => {
+      const messageId = randomUUID();
+      deliver('validated', { orderId: 5 }, messageId);
+      await processed('validated', messageId);
+      const [row] = await database.sql(`SELECT status, attempts, last_error FROM {inbox_message} WHERE consumer = 'validated' AND message_id = ?`, [messageId]);
+      expect({ ...row, attempts: Number(row.attempts) }).toMatchObject({
+        status: 'MANUAL_REQUIRED',
+        attempts: 1,
+        last_error: expect.stringMatching(/^InputRejectedError: the method's pipes refused the input \(400\): order 5 is odd/),
+      });
     },
     timeoutFor(WAIT_TIMEOUT_MS),
   );

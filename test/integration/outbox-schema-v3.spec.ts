@@ -209,3 +209,32 @@ describe('Schema version 3, reverted and under synchronize', () => {
     timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
   );
 });
+
+describe('Tables made under synchronize on a brand-new database', () => {
+  const fresh = testDatabase('it_schema_v3_fresh');
+
+  it(
+    'says the tables were created, not upgraded from version 1',
+    async () => {
+      await fresh.reset();
+      const log = jest.spyOn(Logger.prototype, 'log');
+      try {
+        const app = await createTestApp({
+          database: fresh,
+          logger: ['log', 'error'],
+          statics: { transport: CapturingOutboxTransport },
+          outbox: { dispatcherEnabled: false },
+        });
+        await app.close();
+        const messages = log.mock.calls.map(([message]) => String(message));
+        expect(messages.filter((message) => message.startsWith('Upgraded the outbox table'))).toEqual([]);
+        expect(messages.filter((message) => message.startsWith('Created'))).toEqual([
+          expect.stringMatching(/^Created tables outbox_message and inbox_message \(/),
+        ]);
+      } finally {
+        log.mockRestore();
+      }
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
+});

@@ -110,6 +110,29 @@ describe('the test kit (nestjs-outbox/testing)', () => {
       expect((await outboxRow(messageId))?.status).toBe(MessageStatus.DONE);
     });
 
+    it('counts a message sent as its transaction committed in the next flush, as on every database', async () => {
+      const { messageId } = await pay();
+      expect(await kit.flush()).toMatchObject({ sent: 1 });
+      expect(await kit.flush()).toMatchObject({ sent: 0 });
+      expect(transport.messages.map((message) => message.messageId)).toEqual([messageId]);
+    });
+
+    it('captures the bizKey and orderingKey a message was published with', async () => {
+      const publish = (message: { bizKey?: string; orderingKey?: string }) =>
+        app
+          .get(TransactionHost)
+          .withTransaction(() => app.get(OutboxService).publish({ type: 'order.keyed', exchange: ORDERS, routingKey: 'order.keyed', payload: {}, ...message }));
+      await publish({ bizKey: 'order-7:keyed' });
+      await publish({ bizKey: 'order-8:keyed', orderingKey: 'order-8' });
+      await publish({});
+      expect(await kit.flush()).toMatchObject({ sent: 3 });
+      expect(transport.ofType('order.keyed').map(({ bizKey, orderingKey }) => ({ bizKey, orderingKey }))).toEqual([
+        { bizKey: 'order-7:keyed', orderingKey: null },
+        { bizKey: 'order-8:keyed', orderingKey: 'order-8' },
+        { bizKey: null, orderingKey: null },
+      ]);
+    });
+
     it('does not capture a message whose transaction rolled back', async () => {
       await expect(pay({ fail: true })).rejects.toThrow('payment rejected after publishing');
       await kit.flush();

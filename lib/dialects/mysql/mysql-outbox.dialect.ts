@@ -106,6 +106,6 @@ export function outboxLaneClaimTarget(table: MysqlTable, transport: string): Cla
     scope: null,
     filter: { sql: 'c.transport = ?', params: [transport] },
     columns: `CAST(id AS CHAR) AS id, claim_token, message_id, message_type, transport, exchange, routing_key, destination, payload, headers,
-              attempts, max_attempts, ordering_key, ${isoTime('created_at', 'created_at')}`,
+              attempts, max_attempts, ordering_key, biz_key, ${isoTime('created_at', 'created_at')}`,
   };
 }

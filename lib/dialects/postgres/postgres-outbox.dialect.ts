@@ -90,7 +90,7 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
          ORDER BY c.id LIMIT $3
          FOR UPDATE OF c SKIP LOCKED)
        RETURNING id, message_id, message_type, exchange, routing_key, destination, payload::text AS payload,
-                 headers::text AS headers, attempts, max_attempts, ordering_key,
+                 headers::text AS headers, attempts, max_attempts, ordering_key, biz_key,
                  floor(extract(epoch FROM created_at) * 1000)::float8 AS created_at_ms`,
       [claimToken, claimedBy, limit, transport],
     );

@@ -59,7 +59,7 @@ export class SqliteOutboxDialect extends SqliteStateTable implements OutboxDiale
               ORDER BY c.id LIMIT ?`,
         params: [transport, limit],
       },
-      'id, claim_token, message_id, message_type, transport, exchange, routing_key, destination, payload, headers, attempts, max_attempts, ordering_key, created_at',
+      'id, claim_token, message_id, message_type, transport, exchange, routing_key, destination, payload, headers, attempts, max_attempts, ordering_key, biz_key, created_at',
       claimToken,
       claimedBy,
     );

@@ -1,6 +1,6 @@
 import { Type } from 'class-transformer';
 import { IsIn, IsInt, IsString, Max, Min, ValidateNested } from 'class-validator';
-import { PAYMENT_SUCCEEDED } from './payments.constants';
+import { PAYMENT_FAILED, PAYMENT_SUCCEEDED } from './payments.constants';
 
 /** What the provider says was paid. */
 export class PaymentDataDto {
@@ -15,8 +15,10 @@ export class PaymentDataDto {
 
 /** Body of the payment provider's callback, `POST /webhooks/payments`. */
 export class PaymentCallbackDto {
-  @IsIn([PAYMENT_SUCCEEDED])
-  type!: string;
+  // Every event type the provider sends for an order: one refused here would be retried, then
+  // park the order's key, and a later payment.succeeded for the order would wait behind it.
+  @IsIn([PAYMENT_SUCCEEDED, PAYMENT_FAILED])
+  type!: typeof PAYMENT_SUCCEEDED | typeof PAYMENT_FAILED;
 
   @ValidateNested()
   @Type(() => PaymentDataDto)

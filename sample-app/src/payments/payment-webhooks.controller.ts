@@ -2,7 +2,7 @@ import { Body, Controller, Post, UseGuards } from '@nestjs/common';
 import { StandardWebhooksGuard, WebhookInbox, WebhookRequest } from '../../../lib';
 import { OrdersService } from '../orders/orders.service';
 import { PaymentCallbackDto } from './payment-callback.dto';
-import { PAYMENTS_WEBHOOK_SECRET } from './payments.constants';
+import { PAYMENT_SUCCEEDED, PAYMENTS_WEBHOOK_SECRET } from './payments.constants';
 
 /** The order id a callback is about, for the inbox's keys; undefined for a body without one (400). */
 function orderIdOf(request: WebhookRequest): string | undefined {
@@ -25,12 +25,20 @@ export class PaymentWebhooksController {
   @WebhookInbox({
     consumer: 'payments',
     type: (request) => (request.body as { type?: string }).type,
-    // One payment per order: a second callback for the same order, under a new id, is a duplicate.
-    bizKey: (request) => (orderIdOf(request) ? `order-${orderIdOf(request)}:payment` : undefined),
-    // Callbacks for one order are processed in the order they arrived.
+    // One captured payment per order: a second payment.succeeded for the order, under a new id, is
+    // a duplicate. Failed attempts are facts of their own (a customer may fail several times),
+    // deduplicated by their webhook id only.
+    bizKey: (request) => {
+      const orderId = orderIdOf(request);
+      return orderId !== undefined && (request.body as { type?: unknown }).type === PAYMENT_SUCCEEDED ? `order-${orderId}:payment` : undefined;
+    },
+    // Callbacks for one order are processed in the order they arrived; every type they can have
+    // is accepted below, so none can park the order's key.
     orderingKey: orderIdOf,
   })
   async onPayment(@Body() callback: PaymentCallbackDto): Promise<void> {
+    // A failed attempt leaves the order NEW: the customer pays again, and its payment.succeeded pays it.
+    if (callback.type !== PAYMENT_SUCCEEDED) return;
     // Joins the worker's transaction: the order, its outbox message and the inbox row commit together.
     await this.orders.pay(callback.data.orderId);
   }

@@ -6,3 +6,6 @@ export const PAYMENTS_WEBHOOK_SECRET = process.env.PAYMENTS_WEBHOOK_SECRET ?? 'w
 
 /** The event type of a captured payment, as the provider sends it. */
 export const PAYMENT_SUCCEEDED = 'payment.succeeded';
+
+/** The event type of a declined or failed payment attempt; the customer may pay again after it. */
+export const PAYMENT_FAILED = 'payment.failed';
