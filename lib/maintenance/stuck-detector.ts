@@ -16,6 +16,12 @@ import { OutboxIdentity } from '../naming/outbox-identity';
 
 const CHECK_INTERVAL_NAME = 'nestjs-outbox:stuck-detector';
 const RECLAIM_PAGE = 500;
+/**
+ * How often the scheduled check also counts and logs the backlog and stale claims. Reclaiming
+ * runs at every check (every few seconds, so a dead instance's work comes back soon); counting a
+ * large backlog and logging it that often would cost a scan and a log line every few seconds.
+ */
+const REPORT_INTERVAL_MS = 30_000;
 
 /** What one check found and did, summed over the outbox and inbox tables. */
 export interface StuckCheckReport {
@@ -46,6 +52,7 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
   private readonly failurePolicy: FailurePolicy;
   private readonly tables: { table: StateTable; wake: () => void }[];
   private checking?: Promise<StuckCheckReport>;
+  private lastReportAt = -Infinity;
 
   /**
    * Nest creates it: inject it rather than constructing it.
@@ -74,7 +81,7 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
     // The dispatcher reports a missing ScheduleModule; without it there is nothing to reclaim for.
     if (!this.options.dispatcherEnabled || !this.scheduler) return;
     const timer = setInterval(
-      () => void this.check().catch((error) => this.logger.error(`Stuck check failed: ${describeError(error, 500)}`)),
+      () => void this.scheduledCheck().catch((error) => this.logger.error(`Stuck check failed: ${describeError(error, 500)}`)),
       this.options.stuckCheckIntervalMs,
     );
     this.scheduler.addInterval(this.identity.scheduleName(CHECK_INTERVAL_NAME), timer);
@@ -89,16 +96,31 @@ export class StuckDetector implements OnApplicationBootstrap, BeforeApplicationS
     await this.checking?.catch(() => undefined);
   }
 
-  /** Runs one check (never two at once) and returns what it found. */
+  /** Runs one check (never two at once), counting and reporting as well as reclaiming, and returns what it found. */
   check(): Promise<StuckCheckReport> {
-    this.checking ??= this.runCheck().finally(() => (this.checking = undefined));
+    return this.runOnce(true);
+  }
+
+  /** The timer's check: reclaims every time, counts and reports every `REPORT_INTERVAL_MS`. */
+  private scheduledCheck(): Promise<StuckCheckReport> {
+    return this.runOnce(performance.now() - this.lastReportAt >= REPORT_INTERVAL_MS);
+  }
+
+  private runOnce(withReport: boolean): Promise<StuckCheckReport> {
+    this.checking ??= this.runCheck(withReport).finally(() => (this.checking = undefined));
     return this.checking;
   }
 
-  private async runCheck(): Promise<StuckCheckReport> {
-    const report: StuckCheckReport = { backlog: 0, staleProcessing: 0, reclaimed: 0, unconfiguredTransports: await this.unconfiguredTransports() };
+  private async runCheck(withReport: boolean): Promise<StuckCheckReport> {
+    if (withReport) this.lastReportAt = performance.now();
+    const report: StuckCheckReport = {
+      backlog: 0,
+      staleProcessing: 0,
+      reclaimed: 0,
+      unconfiguredTransports: withReport ? await this.unconfiguredTransports() : {},
+    };
     for (const { table, wake } of this.tables) {
-      const counts = await table.healthCounts(this.dataSource, this.options.stuckWarnAfterMs);
+      const counts = withReport ? await table.healthCounts(this.dataSource, this.options.stuckWarnAfterMs) : { backlog: 0, staleProcessing: 0 };
       if (counts.staleProcessing > 0) {
         this.logger.warn(
           `${counts.staleProcessing} ${table.label} message(s) PROCESSING without a lease renewal for more than ${this.options.stuckWarnAfterMs} ms`,
