@@ -2,7 +2,12 @@
 const shared = {
   rootDir: '.',
   testEnvironment: 'node',
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
+    // Nest 12's packages are ES modules, which Jest's loader cannot require on Node < 24.9.
+    '/node_modules/@nestjs/.+\\.js$': '<rootDir>/test/support/esm-to-cjs.js',
+  },
+  transformIgnorePatterns: ['/node_modules/(?!@nestjs/)'],
 };
 
 /**

@@ -51,6 +51,7 @@ export type { ParkedKey } from './engine/state-table';
 export type { OutboxMessageQuery, OutboxMessageState } from './dialects/outbox-dialect';
 export { InboxHandler } from './inbox/inbox-handler.decorator';
 export type { InboxHandlerOptions, InboxMode } from './inbox/inbox-handler-options';
+export type { AmqpMessage } from './inbox/amqp-message';
 export { InboxWorker } from './inbox/inbox.worker';
 export { WebhookInbox } from './webhooks/webhook-inbox.decorator';
 export type { WebhookInboxOptions, WebhookMessageIdSource } from './webhooks/webhook-inbox-options';

@@ -1,4 +1,4 @@
-import type { ConsumeMessage } from 'amqplib';
+import type { AmqpMessage } from './amqp-message';
 import type { HandlerMethod } from './handler-method';
 
 /** How an `@InboxHandler()` processes deliveries. */
@@ -29,7 +29,7 @@ export interface InboxHandlerOptions {
    * dedupe layer, `(consumer, type, bizKey)`, that also catches a producer resending the same
    * fact under a new message id.
    */
-  bizKey?: (payload: any, message: ConsumeMessage) => string | undefined;
+  bizKey?: (payload: any, message: AmqpMessage) => string | undefined;
   /**
    * Opt-in protection for producers that set no `messageId`: dedupe on a SHA-256 of the body.
    * Without it (and without a `bizKey`) such a message is rejected as unprotectable.
@@ -42,7 +42,7 @@ export interface InboxHandlerOptions {
    * were stored; a key whose head reaches MANUAL_REQUIRED is parked until an operator requeues
    * or abandons it. Default: no ordering (full parallelism).
    */
-  orderingKey?: (payload: any, message: ConsumeMessage) => string | undefined;
+  orderingKey?: (payload: any, message: AmqpMessage) => string | undefined;
 }
 
 /** An `@InboxHandler()` as resolved at start-up. */
@@ -60,9 +60,9 @@ export interface InboxHandlerDefinition {
    * (guards, interceptors, the inbox interceptor, pipes, parameter decorators). Register the
    * replay first (`deferred-replay.ts`): the inbox interceptor hands the rest of the chain to it.
    */
-  invoke(payload: unknown, message: ConsumeMessage, headers: Record<string, unknown> | undefined): Promise<unknown>;
+  invoke(payload: unknown, message: AmqpMessage, headers: Record<string, unknown> | undefined): Promise<unknown>;
   /** The deserializer golevelup uses for this handler, made never to throw (`safeDeserializer`). */
-  deserialize?: (content: Buffer, message: ConsumeMessage) => unknown;
+  deserialize?: (content: Buffer, message: AmqpMessage) => unknown;
   /** Whether `@RabbitSubscribe()` gave the handler a deserializer of its own (not `JSON.parse`). */
   customDeserializer?: boolean;
   /**

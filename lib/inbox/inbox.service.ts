@@ -1,8 +1,7 @@
-import type { Nack } from '@golevelup/nestjs-rabbitmq';
 import { TransactionHost } from '@nestjs-cls/transactional';
+import type { Nack } from '@golevelup/nestjs-rabbitmq';
 import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import type { ConsumeMessage } from 'amqplib';
 import { DataSource } from 'typeorm';
 import { InboxDialect, InboxRow } from '../dialects/inbox-dialect';
 import { ServerRollbackWatch } from '../dialects/server-rollback-watch';
@@ -12,6 +11,7 @@ import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../outbox.con
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
 import { classifyFailure, describeError } from '../retry/error-classifier';
+import type { AmqpMessage } from './amqp-message';
 import { DeliveryHolds } from './delivery-holds';
 import { isNack, nack } from '../transport/amqp/golevelup';
 import { identifyDelivery } from './identify-delivery';
@@ -72,10 +72,12 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   /**
-   * Decides what becomes of one delivery. Never rejects: golevelup would pass a rejection to the
-   * subscription's error handler, and a failure here must not depend on what that does.
+   * Decides what becomes of one delivery: `undefined` to acknowledge it, or golevelup's `Nack`.
+   * Never rejects: golevelup would pass a rejection to the subscription's error handler, and a
+   * failure here must not depend on what that does. (Typed `unknown` so that the public types
+   * need not name golevelup's.)
    */
-  receive(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
+  receive(handler: InboxHandlerDefinition, payload: unknown, message: AmqpMessage, run: () => Promise<unknown>): Promise<unknown> {
     const handled = () => this.handle(handler, payload, message, run).catch((error: unknown) => this.unexpected(handler, message, error));
     const operation = this.startProcessSpan(handler, message);
     if (!operation) return handled();
@@ -87,7 +89,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   /** A consumer span continuing the trace the delivery's headers carry, where an SDK records spans. */
-  private startProcessSpan(handler: InboxHandlerDefinition, message: ConsumeMessage): TracedOperation | undefined {
+  private startProcessSpan(handler: InboxHandlerDefinition, message: AmqpMessage): TracedOperation | undefined {
     const headers = (message?.properties?.headers ?? {}) as Record<string, unknown>;
     const messageId = message?.properties?.messageId;
     return startSpanFrom(headers, `process ${handler.consumer}`, 'consumer', {
@@ -101,7 +103,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     });
   }
 
-  private async handle(handler: InboxHandlerDefinition, payload: unknown, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
+  private async handle(handler: InboxHandlerDefinition, payload: unknown, message: AmqpMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
     const { row, rejection } = identifyDelivery(handler, payload, message, this.options.inboxMaxBodyBytes);
     this.identity.emit(OUTBOX_EVENTS.received, () => ({ consumer: row.consumer, messageId: row.messageId, type: row.type }));
     if (rejection) return this.reject(row, message, rejection);
@@ -113,7 +115,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
    * redelivery first commits a mark that counts the attempt: a handler that takes its process
    * down never throws, and would otherwise be delivered again forever.
    */
-  private async processInTransaction(row: InboxRow, message: ConsumeMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
+  private async processInTransaction(row: InboxRow, message: AmqpMessage, run: () => Promise<unknown>): Promise<Nack | undefined> {
     const start = isRedelivery(message) ? await this.markStarted(row, message) : { marked: false };
     if (isNack(start)) return start;
     const startMarked = start.marked;
@@ -157,7 +159,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
    * which the transaction then finds); a Nack when the attempts are used up or nothing could be
    * recorded.
    */
-  private async markStarted(row: InboxRow, message: ConsumeMessage): Promise<{ marked: boolean } | Nack> {
+  private async markStarted(row: InboxRow, message: AmqpMessage): Promise<{ marked: boolean } | Nack> {
     let mark;
     try {
       mark = await this.dialect.markStarted(this.dataSource, row, STARTED_NOTES);
@@ -175,7 +177,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   /** Deferred mode: stored PENDING and acknowledged; the inbox worker runs the handler. */
-  private async store(row: InboxRow, message: ConsumeMessage): Promise<Nack | undefined> {
+  private async store(row: InboxRow, message: AmqpMessage): Promise<Nack | undefined> {
     let stored: boolean;
     try {
       stored = await this.dialect.insertPending(this.dataSource, row);
@@ -188,7 +190,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     return undefined;
   }
 
-  private async failed(row: InboxRow, message: ConsumeMessage, error: unknown, attemptCounted: boolean): Promise<Nack | undefined> {
+  private async failed(row: InboxRow, message: AmqpMessage, error: unknown, attemptCounted: boolean): Promise<Nack | undefined> {
     const fatal = classifyFailure(error, this.options.isFatalError) === 'fatal';
     const description = describeError(error, this.options.lastErrorMaxLength);
     let status;
@@ -223,7 +225,7 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     return nack(true);
   }
 
-  private async reject(row: InboxRow, message: ConsumeMessage, reason: string): Promise<Nack | undefined> {
+  private async reject(row: InboxRow, message: AmqpMessage, reason: string): Promise<Nack | undefined> {
     try {
       await this.dialect.recordFailure(this.dataSource, row, reason, true);
     } catch (error) {
@@ -244,12 +246,12 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
   }
 
   /** A recording succeeded: the database is serving, and this delivery's failure streak (if any) ends. */
-  private recorded(row: InboxRow, message: ConsumeMessage): void {
+  private recorded(row: InboxRow, message: AmqpMessage): void {
     this.fallback.recorded(() => deliveryKey(row.consumer, message));
   }
 
   /** A failure no step above expected: logged, and the delivery handed back after a pause. */
-  private async unexpected(handler: InboxHandlerDefinition, message: ConsumeMessage, error: unknown): Promise<Nack | undefined> {
+  private async unexpected(handler: InboxHandlerDefinition, message: AmqpMessage, error: unknown): Promise<Nack | undefined> {
     try {
       this.logger.error(
         `${printable(handler.consumer)}: handling message ${printable(message?.properties?.messageId)} failed unexpectedly (${describeError(error, 500)}); handing it back to the broker`,

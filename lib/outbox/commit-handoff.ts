@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import {
-  AfterQueryEvent,
   DataSource,
   EntityManager,
   EntitySubscriberInterface,
@@ -17,6 +16,12 @@ import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { leaseTimings } from '../options/claim-lease';
 import { describeError } from '../retry/error-classifier';
 import { holdsTransactionControl } from './transaction-control-sql';
+
+/**
+ * The event of a subscriber's `afterQuery`, taken from the interface: TypeORM 0.3.20 does not
+ * export `AfterQueryEvent` from its root (later 0.3 releases and 1.x do).
+ */
+type AfterQueryEvent = Parameters<NonNullable<EntitySubscriberInterface['afterQuery']>>[0];
 
 /** A dispatch lane that takes messages from this process's commits (see `DispatchLane`). */
 export interface HandoffLane {

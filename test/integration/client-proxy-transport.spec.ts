@@ -50,20 +50,25 @@ async function arrival(envelopes: OutboxEnvelope[], id: string): Promise<OutboxE
   return receivedWithId(envelopes, id);
 }
 
+// Nest 12 types an event handler's payload from the pattern (`{}` for a plain string pattern);
+// taking `unknown` and narrowing here type-checks on Nest 11 and 12 alike.
 @Controller()
 class NatsConsumer {
   @EventPattern(NATS_SUBJECT)
-  onOrder(@Payload() envelope: OutboxEnvelope): void {
+  onOrder(@Payload() payload: unknown): void {
+    const envelope = payload as OutboxEnvelope;
     received.nats.push(envelope);
   }
 
   @EventPattern(NATS_TYPE)
-  onTypedOrder(@Payload() envelope: OutboxEnvelope): void {
+  onTypedOrder(@Payload() payload: unknown): void {
+    const envelope = payload as OutboxEnvelope;
     received.nats.push(envelope);
   }
 
   @EventPattern(MARKER)
-  onMarker(@Payload() envelope: OutboxEnvelope): void {
+  onMarker(@Payload() payload: unknown): void {
+    const envelope = payload as OutboxEnvelope;
     received.markers.add(envelope.id);
   }
 }
@@ -71,12 +76,14 @@ class NatsConsumer {
 @Controller()
 class RedisConsumer {
   @EventPattern(REDIS_CHANNEL)
-  onOrder(@Payload() envelope: OutboxEnvelope): void {
+  onOrder(@Payload() payload: unknown): void {
+    const envelope = payload as OutboxEnvelope;
     received.redis.push(envelope);
   }
 
   @EventPattern(MARKER)
-  onMarker(@Payload() envelope: OutboxEnvelope): void {
+  onMarker(@Payload() payload: unknown): void {
+    const envelope = payload as OutboxEnvelope;
     received.markers.add(envelope.id);
   }
 }
