@@ -445,17 +445,20 @@ describe(`Dialect contract (${DATABASE_KIND})`, () => {
               const expected = rows
                 .filter(
                   (r) =>
-                    r.orderingKey !== null && r.status === MANUAL_REQUIRED && !rows.some((e) => sameKey(kind, e, r) && e.id < r.id && isUnfinished(e.status)),
+                    r.orderingKey !== null &&
+                    r.status === MANUAL_REQUIRED &&
+                    !rows.some((e) => sameKey(kind, e, r) && BigInt(e.id) < BigInt(r.id) && isUnfinished(e.status)),
                 )
                 .slice(0, limit)
                 .map((r) => ({
                   orderingKey: r.orderingKey,
                   consumer: kind === 'inbox' ? r.lane : null,
+                  transport: kind === 'outbox' ? r.lane : null,
                   messageId: r.messageId,
                   type: r.type,
                   attempts: r.attempts,
                   lastError: r.lastError,
-                  waiting: rows.filter((w) => sameKey(kind, w, r) && w.id > r.id && isUnfinished(w.status)).length,
+                  waiting: rows.filter((w) => sameKey(kind, w, r) && BigInt(w.id) > BigInt(r.id) && isUnfinished(w.status)).length,
                 }));
               const parked = await table().findParkedKeys(t.dataSource, limit);
               expect(parked.map((p) => ({ ...p, attempts: Number(p.attempts) }))).toEqual(expected);
