@@ -30,3 +30,6 @@ dl.fields dd { margin: 0; overflow-wrap: anywhere; }
 meter { width: 8em; }
 .refused { color: var(--alert); }
 `;
+
+/** The board's icon, served by the board too: browsers ask for one, and would otherwise ask the app's root. */
+export const BOARD_ICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect x="1" y="3" width="14" height="10" rx="2" fill="#2e7d32"/><path d="M4 8h8M9 5l3 3-3 3" stroke="#fff" stroke-width="1.6" fill="none"/></svg>`;

@@ -10,7 +10,7 @@ import { boardFilter } from './board-filter';
 import { OutboxBoardOptions } from './board-options';
 import { boardFields, BoardRequest, fieldOf, isSecure } from './board-request';
 import { sendBoardResponse } from './board-responses';
-import { BOARD_STYLESHEET } from './board-stylesheet';
+import { BOARD_ICON, BOARD_STYLESHEET } from './board-stylesheet';
 import { BOARD_ADMIN, BOARD_OPTIONS } from './board.constants';
 import { CSRF_FIELD, CsrfTokens, crossSiteReason, nonceCookie, nonceOf } from './csrf';
 import { boardHref } from './html';
@@ -127,6 +127,12 @@ export class BoardController {
   @Get('assets/board.css')
   stylesheet(@Res() response: unknown): void {
     sendBoardResponse(this.adapterHost.httpAdapter, response, HttpStatus.OK, BOARD_STYLESHEET, 'text/css; charset=utf-8');
+  }
+
+  /** The icon, served by the board, so the browser does not ask the app's root for one. */
+  @Get('assets/icon.svg')
+  icon(@Res() response: unknown): void {
+    sendBoardResponse(this.adapterHost.httpAdapter, response, HttpStatus.OK, BOARD_ICON, 'image/svg+xml');
   }
 
   private refused(view: BoardView, reason: string): Answer {

@@ -52,21 +52,22 @@ export function nonceCookie(nonce: string, path: string, secure: boolean): strin
 }
 
 /**
- * Why a POST is refused as coming from another site, or null when it comes from the board's own
- * origin: browsers say so in `Sec-Fetch-Site`, and in `Origin` for every POST. A request with
- * neither (a script, curl) still needs the token.
+ * Why a POST is refused as coming from another site, or null when nothing says it does. Browsers
+ * say where a request comes from in `Sec-Fetch-Site`; older ones only in `Origin`. Under the
+ * board's `Referrer-Policy: no-referrer` a browser sends `Origin: null` even for the board's own
+ * forms, so `null` (like a request with neither header: a script, curl) proves nothing either way
+ * and is left to the token, which every POST needs anyway.
  */
 export function crossSiteReason(request: BoardRequest): string | null {
   const site = headerOf(request, 'sec-fetch-site');
-  if (site !== undefined && site !== 'same-origin') return `the request came from another site (Sec-Fetch-Site: ${site})`;
+  if (site !== undefined) return site === 'same-origin' ? null : `the request came from another site (Sec-Fetch-Site: ${site})`;
   const origin = headerOf(request, 'origin');
-  if (origin === undefined) return null;
-  const host = headerOf(request, 'host');
+  if (origin === undefined || origin === 'null') return null;
   let originHost: string | null = null;
   try {
-    originHost = origin === 'null' ? null : new URL(origin).host;
+    originHost = new URL(origin).host;
   } catch {
     originHost = null;
   }
-  return originHost !== null && originHost === host ? null : `the request came from another origin (Origin: ${origin})`;
+  return originHost !== null && originHost === headerOf(request, 'host') ? null : `the request came from another origin (Origin: ${origin})`;
 }

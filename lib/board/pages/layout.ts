@@ -11,6 +11,7 @@ export function layout(view: BoardView, heading: string, body: SafeHtml): string
         <meta name="referrer" content="no-referrer" />
         <title>${heading} · ${view.title}</title>
         <link rel="stylesheet" href="${boardHref(view.base, 'assets/board.css')}" />
+        <link rel="icon" href="${boardHref(view.base, 'assets/icon.svg')}" />
       </head>
       <body>
         <header>

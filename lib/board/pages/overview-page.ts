@@ -128,7 +128,7 @@ function activityTable({ activity, windowMs }: Overview): SafeHtml {
       ${activity.outbox.done.map(
         (_, index) =>
           html`<tr>
-            <th>${shownDuration((slices - index) * sliceMs)} – ${shownDuration((slices - index - 1) * sliceMs)}</th>
+            <th>${shownDuration((slices - index) * sliceMs)} – ${index === slices - 1 ? 'now' : shownDuration((slices - index - 1) * sliceMs)}</th>
             <td>${meter(activity.outbox.done[index])}</td>
             <td>${meter(activity.outbox.created[index])}</td>
             <td>${meter(activity.inbox.done[index])}</td>
