@@ -175,6 +175,38 @@ describe('OutboxBoardModule', () => {
   });
 });
 
+describe('OutboxBoardModule, read-only', () => {
+  let app: INestApplication;
+  let url: string;
+
+  beforeAll(async () => {
+    await database.reset();
+    ({ app, url } = await createTestHttpApp({
+      database,
+      outbox: { dispatcherEnabled: false },
+      statics: { transport: CapturingOutboxTransport },
+      imports: [OutboxBoardModule.forRoot({ guards: [BoardTokenGuard], readOnly: true })],
+    }));
+  }, timeoutFor(STARTUP_TIMEOUT_MS));
+
+  afterAll(() => app?.close());
+
+  it('shows the lists without actions, and refuses every confirmation and POST', async () => {
+    const board = new BoardClient(url);
+    const list = await board.get('/board/messages?status=FAILED');
+    expect(list.status).toBe(200);
+    expect(list.html).toContain('read-only');
+    expect(list.html).not.toContain('/board/confirm');
+    expect((await board.get('/board/confirm?action=requeue&status=FAILED')).status).toBe(403);
+    const posted = await board.post('/board/actions', [
+      ['action', 'requeue'],
+      ['status', 'FAILED'],
+    ]);
+    expect(posted.status).toBe(403);
+    expect(posted.html).toContain('This board is read-only');
+  });
+});
+
 /** The message ids of a listing's rows, in order. */
 function rowsOf(html: string): string[] {
   return [...html.matchAll(/<tr class="row">\s*<td>\d+<\/td>\s*<td><a href="[^"]*">([^<]*)<\/a>/g)].map(([, id]) => id);
