@@ -172,6 +172,28 @@ describe('OutboxBoardModule', () => {
       expect((await board.submitConfirmation(purge, BASE)).html).toContain('purge: 1 message(s) changed.');
       expect(await database.sql(`SELECT id FROM {outbox_message} WHERE message_id = ?`, [ids.pending])).toEqual([]);
     });
+
+    it('shows an inbox delivery and requeues the deliveries of a consumer', async () => {
+      for (const messageId of ['inbox-1', 'inbox-2']) {
+        await database.sql(
+          `INSERT INTO {inbox_message} (consumer, message_id, message_type, exchange, routing_key, payload, headers, status, max_attempts, last_error)
+           VALUES ('billing', ?, 'invoice.due', 'x', 'k', ?, '{}', 'MANUAL_REQUIRED', 3, 'handler failed')`,
+          [messageId, HOSTILE],
+        );
+      }
+      const board = new BoardClient(url);
+      const detail = await board.get(`${BASE}/message?inbox=1&consumer=billing&id=inbox-1`);
+      expect(detail.status).toBe(200);
+      expect(detail.html).toContain('&lt;script&gt;window.__pwned = 1&lt;/script&gt;');
+      expect(detail.html).not.toContain('<script>');
+      const list = await board.get(`${BASE}/messages?inbox=1&consumer=billing`);
+      expect(rowsOf(list.html)).toEqual(['inbox-2', 'inbox-1']);
+      expect(list.html).not.toContain('Replay…');
+      const confirm = await board.get(`${BASE}/confirm?action=requeue&inbox=1&consumer=billing`);
+      expect(confirm.html).toContain('<strong class="count">2</strong>');
+      expect((await board.submitConfirmation(confirm, BASE)).html).toContain('requeue: 2 message(s) changed.');
+      expect(await database.sql(`SELECT status FROM {inbox_message} WHERE consumer = 'billing'`)).toEqual([{ status: 'FAILED' }, { status: 'FAILED' }]);
+    });
   });
 });
 
