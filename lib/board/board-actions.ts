@@ -3,6 +3,7 @@ import { OutboxAdmin } from '../admin/outbox-admin.service';
 import { CHANGEABLE_STATUSES, MessageDetail } from '../engine/state-table';
 import { OutboxError } from '../errors';
 import { boardFilter, describeFilter } from './board-filter';
+import { CSRF_FIELD } from './csrf';
 import { BoardFields, fieldOf } from './board-request';
 
 /** An action of the board: the admin's four changes. */
@@ -32,7 +33,7 @@ export function targetOf(fields: BoardFields, action: BoardAction): ActionTarget
   const messageId = fieldOf(fields, 'id');
   if (messageId === undefined) {
     if (inbox && action === 'replay') throw new OutboxError('replay sends outbox messages again; the inbox has no replay');
-    return { kind: 'filter', inbox, filter: boardFilter(fields) };
+    return { kind: 'filter', inbox, filter: boardFilter(fields, ['action', CSRF_FIELD]) };
   }
   if (action !== 'requeue' && action !== 'abandon')
     throw new OutboxError(`${action} applies to a filter, not to one message: list the messages and use the filter's ${action}`);

@@ -1,4 +1,5 @@
 import { FilteredTable } from '../admin/message-filter-validation';
+import { CliUsageError } from '../cli/cli-usage.error';
 import { FILTER_OPTIONS, filterFields } from '../cli/filter-options';
 import { BoardFields, fieldOf } from './board-request';
 
@@ -17,8 +18,12 @@ export interface BoardFilter {
 /**
  * The filter of a query or form, read as the CLI reads its options (`filterFields`), so the board
  * refuses exactly what the CLI refuses. An empty input box is no filter at all, never "equals ''".
+ * A field that is neither a filter's nor one of `others` is refused, as the CLI refuses an unknown
+ * option: a misspelt field in a hand-made link would otherwise widen a requeue or a purge.
  */
-export function boardFilter(fields: BoardFields): BoardFilter {
+export function boardFilter(fields: BoardFields, others: readonly string[]): BoardFilter {
+  const unknown = Object.keys(fields).find((name) => name !== 'inbox' && !FILTER_FIELD_NAMES.includes(name) && !others.includes(name));
+  if (unknown !== undefined) throw new CliUsageError(`unknown field ${JSON.stringify(unknown)}; a filter has ${FILTER_FIELD_NAMES.join(', ')}`);
   const table: FilteredTable = fieldOf(fields, 'inbox') === '1' ? 'inbox' : 'outbox';
   const query: Record<string, string | string[]> = {};
   const values: Record<string, string | string[]> = {};

@@ -66,7 +66,7 @@ export class BoardController {
   async messages(@Req() request: BoardRequest, @Res() response: unknown, @Query() query: unknown): Promise<void> {
     await this.answer(request, response, 'messages', async (view) => {
       const fields = boardFields(query);
-      const filter = boardFilter(fields);
+      const filter = boardFilter(fields, ['order', 'after']);
       const order = fieldOf(fields, 'order') === 'oldest' ? 'oldest' : 'newest';
       const window = { after: fieldOf(fields, 'after') || undefined, limit: this.options.pageSize, order } as const;
       const page = filter.table === 'inbox' ? await this.admin.listInboxMessages(filter.fields, window) : await this.admin.listMessages(filter.fields, window);

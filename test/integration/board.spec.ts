@@ -44,6 +44,12 @@ describe('OutboxBoardModule', () => {
     return messageId;
   }
 
+  /** Publishes a message of an ordering key, PENDING. */
+  async function keyed(orderingKey: string): Promise<string> {
+    const publish = { type: 'board.keyed', exchange: 'board.x', routingKey: 'board.keyed', payload: {}, orderingKey };
+    return (await app.get(DataSource).transaction((manager) => outbox.publish(publish, { manager }))).messageId;
+  }
+
   async function statusOf(messageId: string): Promise<string> {
     const [row] = await database.sql<{ status: string }>(`SELECT status FROM {outbox_message} WHERE message_id = ?`, [messageId]);
     return row.status;
@@ -122,6 +128,9 @@ describe('OutboxBoardModule', () => {
       const confirm = await board.get(`${BASE}/confirm?action=requeue`);
       expect(confirm.status).toBe(400);
       expect(confirm.html).toContain('refuses an empty filter');
+      const misspelt = await board.get(`${BASE}/confirm?action=purge&status=DONE&bizkey=order-1`);
+      expect(misspelt.status).toBe(400);
+      expect(misspelt.html).toContain('unknown field &quot;bizkey&quot;');
       await board.get(BASE);
       const token = hiddenFields((await board.get(`${BASE}/confirm?action=requeue&status=MANUAL_REQUIRED`)).html).find(([name]) => name === '_csrf')!;
       const posted = await board.post(`${BASE}/actions`, [token, ['action', 'purge']]);
@@ -171,6 +180,19 @@ describe('OutboxBoardModule', () => {
       expect(purge.html).toContain('<strong class="count">1</strong>');
       expect((await board.submitConfirmation(purge, BASE)).html).toContain('purge: 1 message(s) changed.');
       expect(await database.sql(`SELECT id FROM {outbox_message} WHERE message_id = ?`, [ids.pending])).toEqual([]);
+    });
+
+    it('shows an ordering key parked behind a MANUAL_REQUIRED head, escaped, with what waits behind it', async () => {
+      const key = '<b onmouseover="x()">key</b>';
+      const head = await keyed(key);
+      await keyed(key);
+      await database.sql(`UPDATE {outbox_message} SET status = 'MANUAL_REQUIRED', last_error = 'rejected' WHERE message_id = ?`, [head]);
+      const page = await new BoardClient(url).get(BASE);
+      const row = new RegExp(
+        `<tr>\\s*<td>outbox</td>\\s*<td>&lt;b onmouseover=&quot;x\\(\\)&quot;&gt;key&lt;/b&gt;</td>[\\s\\S]*?${head}[\\s\\S]*?<td>1</td>\\s*<td class="error">rejected</td>`,
+      );
+      expect(page.html).toMatch(row);
+      expect(page.html).not.toContain('<b onmouseover');
     });
 
     it('shows an inbox delivery and requeues the deliveries of a consumer', async () => {
