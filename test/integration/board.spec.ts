@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { MessageStatus, OutboxService } from '../../lib';
+import { MessageStatus, OutboxAdmin, OutboxService } from '../../lib';
 import { OutboxBoardModule } from '../../lib/board';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { BoardClient, BoardTokenGuard, hiddenFields } from '../support/board-client';
@@ -88,6 +88,14 @@ describe('OutboxBoardModule', () => {
       ids.done = await message('board.done', DONE);
       ids.pending = await message('board.pending', PENDING);
       ids.hostile = await message('board.hostile', MANUAL_REQUIRED, { html: HOSTILE, big: 'y'.repeat(5000) }, HOSTILE);
+    });
+
+    it('counts the last hour by slice from the rows: written now, sent 7 minutes ago', async () => {
+      await database.sql(`UPDATE {outbox_message} SET processed_at = ${database.timeAgo(7 * 60_000)} WHERE message_id = ?`, [ids.done]);
+      const activity = await app.get(OutboxAdmin).recentActivity();
+      expect(activity.outbox.created).toEqual([...Array<number>(11).fill(0), 6]);
+      expect(activity.outbox.done).toEqual([...Array<number>(10).fill(0), 1, 0]);
+      expect(activity.inbox).toEqual({ created: Array<number>(12).fill(0), done: Array<number>(12).fill(0) });
     });
 
     it('shows counts per status and transport on the overview, MANUAL_REQUIRED first', async () => {
