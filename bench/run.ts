@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { sql } from '../test/support/database';
+import { benchBoardPage } from './board-page.bench';
 import { benchClaimCost } from './claim-cost.bench';
 import { benchDispatch } from './dispatch.bench';
 import { benchDispatchCycle } from './dispatch-cycle.bench';
@@ -84,6 +85,12 @@ const SECTIONS: Section[] = [
     title: 'Claim cost as history grows (claim of 100 rows)',
     note: 'Median claim latency with and without 1,000,000 retained DONE rows.',
     run: benchClaimCost,
+  },
+  {
+    key: 'board-page',
+    title: 'Board: a page of a million-row outbox table over HTTP (PostgreSQL)',
+    note: 'Milliseconds from request to the last byte of a board page (Express, rendering included), median of 30 sequential requests with min–max and p95, after 3 warm-ups; 1,000,000 rows (98% DONE, 1% MANUAL_REQUIRED, 1% FAILED, seven types, one written and sent each second, so 3,600 in the last hour) seeded with generate_series. Pages of 50 rows by keyset: the depth of a page costs nothing; a filter reads rows newest (or oldest) first until a page is full, so a rare match reads many and a filter matching nothing reads them all. The overview and a confirmation count rows, and scale with the table.',
+    run: benchBoardPage,
   },
   {
     key: 'row-rewrites',

@@ -2,7 +2,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
 import { OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../dialects/outbox-dialect';
-import { ListedMessage, MessageChange, MessageRef, ParkedKey, StateTable } from '../engine/state-table';
+import { ListedMessage, MessageChange, MessageDetail, MessageRef, ParkedKey, StateTable } from '../engine/state-table';
+import { changedStatuses } from '../dialects/message-change-sql';
 import { OutboxError } from '../errors';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
 import { unstorableReason } from '../inbox/storable-text';
@@ -10,7 +11,7 @@ import { columnText, shortStringText } from '../message/message-text';
 import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../outbox.constants';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
 import { OUTBOX_EVENTS } from '../observability/outbox-events';
-import { inboxStats, OutboxStats, outboxStats } from './outbox-stats';
+import { inboxStats, OutboxActivity, OutboxStats, outboxStats } from './outbox-stats';
 import { changeInBatches } from './batched-change';
 import { filterForChange, wakesWorker } from './change-scope';
 import {
@@ -181,6 +182,52 @@ export class OutboxAdmin {
   /** Deletes inbox deliveries matching `filter`, as `purgeMessages`. A redelivery of a deleted one runs its handler again. */
   purgeInboxMessages(filter: InboxMessageFilter, options?: BatchOptions): Promise<number> {
     return this.change('inbox', 'purge', 'purgeInboxMessages', filter, options);
+  }
+
+  /** An outbox message whole (payload, headers, destination, claim), or null when there is none. */
+  readMessage(messageId: string): Promise<MessageDetail | null> {
+    return this.outbox.readMessage(this.dataSource, { messageId: outboxMessageId(messageId) });
+  }
+
+  /** An inbox delivery whole, or null when there is none. */
+  readInboxMessage(consumer: string, messageId: string): Promise<MessageDetail | null> {
+    return this.inbox.readMessage(this.dataSource, inboxMessageRef(consumer, messageId));
+  }
+
+  /**
+   * How many outbox messages `change` (`requeueMessages`, `abandonMessages`, `replayMessages` or
+   * `purgeMessages`) would reach now, for an operator to confirm it: the rows `filter` selects in
+   * the statuses the change touches. It refuses what the change refuses. Rows move meanwhile, and a
+   * replay leaves some DONE (see `replayMessages`), so the change may then reach fewer.
+   */
+  countChange(change: MessageChange, filter: OutboxMessageFilter): Promise<number> {
+    return this.countFor('outbox', change, filter);
+  }
+
+  /** `countChange` for the inbox's `requeueInboxMessages`, `abandonInboxMessages` and `purgeInboxMessages`. */
+  countInboxChange(change: Exclude<MessageChange, 'replay'>, filter: InboxMessageFilter): Promise<number> {
+    return this.countFor('inbox', change, filter);
+  }
+
+  /**
+   * Messages sent (outbox) or processed (inbox), and messages written, in each of `slices` equal
+   * slices of the last `windowMs` (default: twelve 5-minute slices of the last hour), oldest first,
+   * counted by the database from the rows, so every instance sees the same figures. One aggregate
+   * statement per table, over the rows written or finished in the window.
+   */
+  async recentActivity(windowMs = 3_600_000, slices = 12): Promise<OutboxActivity> {
+    if (!Number.isInteger(windowMs) || windowMs < 1000 || !Number.isInteger(slices) || slices < 1 || slices > 120) {
+      throw new OutboxError(`recentActivity() takes a window of at least 1000 ms and 1 to 120 slices, got ${windowMs} ms and ${slices}`);
+    }
+    const outbox = await this.outbox.recentActivity(this.dataSource, windowMs, slices);
+    const inbox = await this.inbox.recentActivity(this.dataSource, windowMs, slices);
+    return { outbox, inbox };
+  }
+
+  private countFor(table: FilteredTable, change: MessageChange, filter: unknown): Promise<number> {
+    const operation = `${change}${table === 'inbox' ? 'Inbox' : ''}Messages`;
+    const scoped = filterForChange(change, checkedFilter(table, filter), operation);
+    return this.tableOf(table).countMessages(this.dataSource, { ...scoped, statuses: changedStatuses(change, scoped.statuses) });
   }
 
   private async list(table: FilteredTable, filter: unknown, page: MessagePageOptions | undefined): Promise<MessagePage<ListedMessage>> {

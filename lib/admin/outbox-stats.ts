@@ -1,3 +1,4 @@
+import { RecentActivity } from '../engine/state-table';
 import { StatusGroup, StatusSummary } from '../engine/status-summary';
 import { MessageStatus } from '../message/message-status';
 
@@ -78,4 +79,12 @@ function statsByScope(groups: StatusGroup[], at: Date): Record<string, TableStat
     stats[scope] = tableStats(scopeGroups, at);
   }
   return stats;
+}
+
+/** What `OutboxAdmin.recentActivity()` counted, per table, in equal slices of a recent window (oldest first). */
+export interface OutboxActivity {
+  /** Messages sent (`done`) and published (`created`) per slice. */
+  outbox: RecentActivity;
+  /** Deliveries processed (`done`) and received (`created`) per slice. */
+  inbox: RecentActivity;
 }

@@ -11,14 +11,17 @@ import {
   ListedMessage,
   ListWindow,
   MessageChange,
+  MessageDetail,
   MessageFilter,
   MessageRef,
   ParkedKey,
+  RecentActivity,
   StateTable,
 } from '../engine/state-table';
 import { StatusSummary } from '../engine/status-summary';
 import { MessageStatus } from '../message/message-status';
 import { listMessagesSql, toListedMessage } from './listed-message-sql';
+import { countMessagesSql, messageDetailSql, recentActivitySql, toMessageDetail, toSliceCounts } from './message-detail-sql';
 import { changeAssignments, changeCandidatesSql, changedStatuses, outcomeOfChanged } from './message-change-sql';
 import { SqlParams, statusInSql } from './message-filter-sql';
 import { messageRefFilter, MessageScope, requeuedStatus } from './message-ref-sql';
@@ -243,6 +246,24 @@ export abstract class SqlStateTable implements StateTable {
         nextAttemptAt: flavour.readTime(r.next_attempt_at)!,
       }),
     );
+  }
+
+  async readMessage(target: SqlTarget, ref: MessageRef): Promise<MessageDetail | null> {
+    const { sql, params } = messageDetailSql(this.table, this.scope, ref, this.flavour);
+    const [row] = (await this.flavour.run(target, sql, params)).rows;
+    return row ? toMessageDetail(row, this.scope, (value) => this.flavour.readTime(value)) : null;
+  }
+
+  async countMessages(target: SqlTarget, filter: MessageFilter): Promise<number> {
+    const params = new SqlParams(this.flavour.filter.placeholder);
+    const result = await this.flavour.run(target, countMessagesSql(this.table, filter, params, this.flavour.filter), params.values);
+    return Number(result.rows[0]?.n ?? 0);
+  }
+
+  async recentActivity(target: SqlTarget, windowMs: number, slices: number): Promise<RecentActivity> {
+    const params = new SqlParams(this.flavour.filter.placeholder);
+    const [row] = (await this.flavour.run(target, recentActivitySql(this.table, windowMs, slices, params, this.flavour), params.values)).rows;
+    return { done: toSliceCounts(row, 'done', slices), created: toSliceCounts(row, 'created', slices) };
   }
 
   /**

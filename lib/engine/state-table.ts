@@ -138,6 +138,36 @@ export interface ListedMessage extends MessageState {
 }
 
 /**
+ * A message whole, as an operator inspects it: what a listing shows, with its payload, headers,
+ * destination and claim.
+ * @inline
+ */
+export interface MessageDetail extends ListedMessage {
+  /** The attempts it may fail before it is given up on. */
+  maxAttempts: number;
+  /** The exchange it was published to (outbox) or received from (inbox). */
+  exchange: string;
+  /** Its routing key. */
+  routingKey: string;
+  /** The payload as stored: JSON text in the outbox, the delivered body in the inbox. */
+  payload: string;
+  /** The headers as stored (JSON text). */
+  headers: string;
+  /** Which instance holds its claim; null when none ever did or the claim was cleared. */
+  claimedBy: string | null;
+  /** When its current or last claim was taken; null when none is held. */
+  claimedAt: Date | null;
+}
+
+/** Rows finished and created in equal slices of a recent window, by the database's clock. */
+export interface RecentActivity {
+  /** Rows that became DONE in each slice, oldest slice first. */
+  done: number[];
+  /** Rows created in each slice, oldest slice first. */
+  created: number[];
+}
+
+/**
  * An operator's change to every row a filter selects:
  * - `requeue`: FAILED / MANUAL_REQUIRED become due now with their attempts reset (as `requeue`).
  * - `abandon`: PENDING / FAILED / MANUAL_REQUIRED become ABANDONED (as `abandon`).
@@ -233,6 +263,12 @@ export interface StateTable {
   requeue(dataSource: DataSource, ref: MessageRef): Promise<boolean>;
   /** A PENDING, FAILED or MANUAL_REQUIRED message becomes ABANDONED (never sent or processed); true when it was one. */
   abandon(dataSource: DataSource, ref: MessageRef): Promise<boolean>;
+  /** One message whole, or null when there is none. */
+  readMessage(target: SqlTarget, ref: MessageRef): Promise<MessageDetail | null>;
+  /** How many rows match `filter`: one count, for an operator to confirm a change. */
+  countMessages(target: SqlTarget, filter: MessageFilter): Promise<number>;
+  /** Rows finished and created in each of `slices` equal slices of the last `windowMs`, in one aggregate statement. */
+  recentActivity(target: SqlTarget, windowMs: number, slices: number): Promise<RecentActivity>;
   /** Rows matching `filter`, one page of them in id order. */
   listMessages(target: SqlTarget, filter: MessageFilter, window: ListWindow): Promise<ListedMessage[]>;
   /**

@@ -6,6 +6,8 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { OutboxModule, RabbitMqOutboxTransport } from '../../lib';
+import { OutboxBoardModule } from '../../lib/board';
+import { BoardAuthGuard } from './board/board-auth.guard';
 import { sampleDatabaseOptions } from './database';
 import { INVENTORY_EXCHANGES, INVENTORY_QUEUES } from './inventory/inventory.constants';
 import { InventoryModule } from './inventory/inventory.module';
@@ -54,6 +56,8 @@ const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
     OutboxModule.forRoot({
       transports: { default: RabbitMqOutboxTransport, [LOGISTICS_TRANSPORT]: { transport: LogisticsTransport, dispatchConcurrency: 2 } },
     }),
+    // The operators' board at /board, behind basic authentication (user operator, BOARD_PASSWORD).
+    OutboxBoardModule.forRoot({ path: 'board', guards: [BoardAuthGuard] }),
     OrdersModule,
     InventoryModule,
     PaymentsModule,

@@ -1,7 +1,7 @@
 import { AmqpConnection, AmqpConnectionManager, RabbitMQConfig, RabbitMQModule } from '@golevelup/nestjs-rabbitmq';
 import { ClsPluginTransactional } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
-import { ConsoleLogger, INestApplication, INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
+import { ConsoleLogger, DynamicModule, INestApplication, INestApplicationContext, Injectable, Module, Provider, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule, TypeOrmModuleOptions } from '@nestjs/typeorm';
@@ -64,6 +64,8 @@ export interface TestAppOptions {
   /** Seconds between attempts to reconnect to the broker (amqp-connection-manager's default: 5). */
   amqpReconnectSeconds?: number;
   providers?: Provider[];
+  /** More modules of the application (e.g. the board), imported after the outbox's. */
+  imports?: DynamicModule[];
   /** Controllers, for an application that serves HTTP (`createTestHttpApp`). */
   controllers?: Type[];
   /**
@@ -124,6 +126,7 @@ async function createApp(options: TestAppOptions, http: boolean): Promise<INestA
         ...options.rabbit,
       }),
       OutboxModule.forRoot({ ...options.statics, ...options.outbox }),
+      ...(options.imports ?? []),
     ],
     providers: [OrderPayments, ...(options.providers ?? [])],
     controllers: options.controllers ?? [],

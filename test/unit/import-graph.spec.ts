@@ -43,6 +43,7 @@ const LAYERS: readonly { layer: string; paths: readonly string[] }[] = [
       'health/',
       'testing/',
       'cli/',
+      'board/', // the web board: pages over the admin service, with the CLI's filters
       'naming/', // which outbox a feature serves, and the tokens of each outbox's services
     ],
   },
