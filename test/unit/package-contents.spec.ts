@@ -43,7 +43,7 @@ describe('the package manifest', () => {
   it('maps each subpath to its types for node10 resolution too (`"module": "commonjs"`)', () => {
     // node10 resolution ignores `exports`: without `typesVersions`, `nestjs-outbox/testing` is TS2307.
     const subpaths = Object.entries(manifest.exports).filter(([subpath, target]) => subpath !== '.' && typeof target !== 'string');
-    expect(subpaths.map(([subpath]) => subpath)).toEqual(['./testing', './health']);
+    expect(subpaths.map(([subpath]) => subpath)).toEqual(['./testing', './health', './board']);
     for (const [subpath, target] of subpaths) {
       const types = (target as { types: string }).types.replace(/^\.\//, '');
       expect(manifest.typesVersions?.['*']?.[subpath.slice(2)]).toEqual([types]);
