@@ -20,6 +20,7 @@ import {
   OUTBOX_DATA_SOURCE,
   OUTBOX_WORKER_DATA_SOURCE,
   OUTBOX_DIALECT,
+  OUTBOX_STANDBY_GATE,
   OUTBOX_INSTANCE_ID,
   OUTBOX_OPTIONS,
   OUTBOX_TABLE_NAMES,
@@ -44,6 +45,7 @@ import { prepareArchiveTablesAtStartup } from './schema/archive-tables-at-startu
 import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
 import { OutboxMetrics } from './observability/outbox-metrics';
 import { openWorkerDataSource, WorkerDataSourceCloser } from './dialects/worker-data-source';
+import { standbyGateFor } from './dialects/standby-gate-for';
 import { WebhookInboxExplorer } from './webhooks/webhook-inbox.explorer';
 import { namedOutbox } from './naming/outbox-name';
 import { OutboxIdentity } from './naming/outbox-identity';
@@ -126,6 +128,11 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       useFactory: (dataSource: DataSource, dialect: DatabaseDialect, options: OutboxModuleOptions) => openWorkerDataSource(dataSource, dialect, options, lanes),
     },
     WorkerDataSourceCloser,
+    {
+      provide: OUTBOX_STANDBY_GATE,
+      inject: [DATABASE_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_OPTIONS],
+      useFactory: (dialect: DatabaseDialect, workerDataSource: DataSource, options: OutboxModuleOptions) => standbyGateFor(dialect, workerDataSource, options),
+    },
     {
       provide: OUTBOX_DIALECT,
       inject: [DATABASE_DIALECT, OUTBOX_DATA_SOURCE],

@@ -12,3 +12,4 @@ export * from './broker-channel.error';
 export * from './webhook-options.error';
 export * from './retry-later.error';
 export * from './outbox-admin-filter.error';
+export * from './standby-lag.error';

@@ -7,7 +7,8 @@ import { ClaimWorker } from '../engine/claim-worker';
 import { persistently } from '../engine/persistently';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
 import { MessageStatus } from '../message/message-status';
-import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_STANDBY_GATE } from '../outbox.constants';
+import { passStandbyGate, StandbyGate } from '../engine/standby-gate';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
 import { InboxConsumers } from './inbox-consumers';
@@ -48,6 +49,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly consumers: InboxConsumers,
     private readonly wakeup: InboxWakeup,
     private readonly identity: OutboxIdentity,
+    @Inject(OUTBOX_STANDBY_GATE) private readonly standbyGate: StandbyGate | null,
     @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
@@ -90,6 +92,9 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
   }
 
   private async processBatch(batch: ClaimedInboxMessage[]): Promise<void> {
+    // With awaitStandby, a handler runs only for deliveries a promoted standby would still have.
+    const gate = this.standbyGate;
+    if (gate && !(await passStandbyGate({ gate, table: this.dialect, dataSource: this.dataSource, logger: this.logger }, batch))) return;
     for (const row of batch) await this.processTraced(row);
   }
 

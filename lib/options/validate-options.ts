@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { OutboxOptionsError } from '../errors';
+import { awaitStandbyProblems, resolveAwaitStandby } from './await-standby';
 import { applyClaimLease, LeaseDerivedOption } from './claim-lease';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './outbox-module-options';
 
@@ -24,6 +25,7 @@ function checkOutboxOptions(input: OutboxModuleOptionsInput | undefined): { opti
   const derived = applyClaimLease(options, input ?? {});
   const problems = validateSync(options, { forbidUnknownValues: true, whitelist: false }).flatMap(describe);
   problems.push(...unknownKeys(input), ...crossFieldProblems(options, derived));
+  problems.push(...awaitStandbyProblems(options.awaitStandby), ...standbyWaitFitsLease(options));
   if (options.isFatalError !== undefined && typeof options.isFatalError !== 'function') {
     problems.push('isFatalError must be a function');
   }
@@ -61,4 +63,14 @@ function crossFieldProblems(o: OutboxModuleOptions, derived: LeaseDerivedOption[
     problems.push(`${named('stuckReclaimAfterMs')} must exceed ${named('sendTimeoutMs')}, or live sends would be reclaimed`);
   }
   return problems;
+}
+
+/** A batch waits for the standbys while claimed: the wait and the send must end before the claim may be reclaimed. */
+function standbyWaitFitsLease(o: OutboxModuleOptions): string[] {
+  if (!o.awaitStandby || awaitStandbyProblems(o.awaitStandby).length > 0) return [];
+  const { timeoutMs } = resolveAwaitStandby(o.awaitStandby);
+  if (timeoutMs + o.sendTimeoutMs < o.stuckReclaimAfterMs) return [];
+  return [
+    `awaitStandby.timeoutMs (${timeoutMs}) + sendTimeoutMs (${o.sendTimeoutMs}) must stay below stuckReclaimAfterMs (${o.stuckReclaimAfterMs}), or waiting batches would be reclaimed`,
+  ];
 }

@@ -1,3 +1,7 @@
+import type { DataSource } from 'typeorm';
+import type { StandbyGate } from '../../engine/standby-gate';
+import type { ResolvedAwaitStandby } from '../../options/await-standby';
+import { PostgresStandbyGate } from './postgres-standby-gate';
 import { DatabaseDialect, IdentifierLimit, SqlQuery, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
 import { OutboxDialect } from '../outbox-dialect';
@@ -33,6 +37,10 @@ export class PostgresDialect implements DatabaseDialect {
   }
 
   guardConnections = guardPostgresConnections;
+
+  standbyGate(workerDataSource: DataSource, settings: ResolvedAwaitStandby): StandbyGate {
+    return new PostgresStandbyGate(workerDataSource, settings);
+  }
 
   outbox(quotedTable: string): OutboxDialect {
     return new PostgresOutboxDialect(quotedTable);
