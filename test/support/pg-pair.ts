@@ -82,16 +82,27 @@ export class PgPair {
     return Date.now();
   }
 
+  /**
+   * After `failover()`: rebuilds the old primary as a standby of the promoted server, streaming
+   * through the `replication` proxy (restored, and re-pointed); resolves once it streams.
+   */
+  async rejoin(): Promise<void> {
+    this.replication.restore();
+    this.replication.retarget('127.0.0.1', this.standbyPort);
+    await this.script('rejoin.sh', { PG_PAIR_REJOIN_UPSTREAM_PORT: String(this.replication.port) });
+    await this.waitForStandby(this.standbyPort);
+  }
+
   async stop(): Promise<void> {
     await this.script('stop.sh', { PG_PAIR_WIPE: '1' }).catch(() => undefined);
     await Promise.all([this.address.close(), this.replication.close()]);
   }
 
-  /** Until the primary lists the standby as streaming with a flush position. */
-  private async waitForStandby(): Promise<void> {
+  /** Until the primary (at `port`) lists a standby as streaming with a flush position. */
+  private async waitForStandby(port = this.primaryPort): Promise<void> {
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const rows = await this.on<{ state: string }>(this.primaryPort, `SELECT state FROM pg_stat_replication WHERE flush_lsn IS NOT NULL`);
+      const rows = await this.on<{ state: string }>(port, `SELECT state FROM pg_stat_replication WHERE flush_lsn IS NOT NULL`);
       if (rows.some((row) => row.state === 'streaming')) return;
       if (Date.now() > deadline) throw new Error('the standby did not start streaming within 60 s');
       await new Promise((r) => setTimeout(r, 100));
