@@ -15,11 +15,15 @@ interface Waiter {
 }
 
 /**
- * PostgreSQL's `StandbyGate`: compares the primary's WAL insert position, read after a batch was
- * claimed (so past the commit of every row in it), with the flush positions the named standbys
- * report in `pg_stat_replication`. Flushed, not replayed: a promoted standby replays all it has
- * flushed before it accepts writes, and a standby reports its flush position as soon as it moves,
- * its replay position only every `wal_receiver_status_interval` unless a commit asks.
+ * PostgreSQL's `StandbyGate`: compares the primary's WAL flush position, read after a batch was
+ * claimed, with the flush positions the named standbys report in `pg_stat_replication`. The
+ * primary's flush position is past the commit of every row in the batch: each was committed (and,
+ * under `synchronous_commit` on, flushed) before the claim could see it. Not the insert position:
+ * that also counts the dispatcher's own unflushed bookkeeping (`workerSynchronousCommit: false`),
+ * which reaches standbys only at the WAL writer's next round, up to `wal_writer_delay` later.
+ * Flushed on the standby, not replayed: a promoted standby replays all it has flushed before it
+ * accepts writes, and a standby reports its flush position as soon as it moves, its replay
+ * position only every `wal_receiver_status_interval` unless a commit asks.
  *
  * One loop of reads serves every waiting batch: each read gives their target to the batches that
  * came before it and resolves those the standbys have reached, so the database sees one statement
@@ -50,8 +54,8 @@ export class PostgresStandbyGate implements StandbyGate {
         // Only batches that came before this read began: their rows committed before it.
         const arrived = [...this.waiters].filter((waiter) => waiter.target === undefined);
         try {
-          const { insertedTo, flushedTo } = await this.positions();
-          for (const waiter of arrived) waiter.target = insertedTo;
+          const { flushedHere, flushedTo } = await this.positions();
+          for (const waiter of arrived) waiter.target = flushedHere;
           this.release(flushedTo);
         } catch (error) {
           this.lastProblem = `the primary's position could not be read: ${describeError(error, 300)}`;
@@ -64,16 +68,16 @@ export class PostgresStandbyGate implements StandbyGate {
     }
   }
 
-  /** The primary's WAL insert position and each named standby's flush position (null where the role may not see it). */
-  private async positions(): Promise<{ insertedTo: bigint; flushedTo: (bigint | null)[] }> {
+  /** The primary's WAL flush position and each named standby's (null where the role may not see it). */
+  private async positions(): Promise<{ flushedHere: bigint; flushedTo: (bigint | null)[] }> {
     const result = await execute(
       this.dataSource,
-      `SELECT pg_current_wal_insert_lsn()::text AS inserted,
+      `SELECT pg_current_wal_flush_lsn()::text AS flushed_here,
               ARRAY(SELECT coalesce(flush_lsn::text, '') FROM pg_stat_replication WHERE application_name = ANY($1)) AS flushed`,
       [this.settings.standbys],
     );
-    const row = result.records[0] as { inserted: string; flushed: string[] };
-    return { insertedTo: parseLsn(row.inserted), flushedTo: row.flushed.map((lsn) => (lsn ? parseLsn(lsn) : null)) };
+    const row = result.records[0] as { flushed_here: string; flushed: string[] };
+    return { flushedHere: parseLsn(row.flushed_here), flushedTo: row.flushed.map((lsn) => (lsn ? parseLsn(lsn) : null)) };
   }
 
   private release(flushedTo: (bigint | null)[]): void {
