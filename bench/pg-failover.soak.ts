@@ -10,7 +10,8 @@
  * Settings (environment): SOAK_SECONDS_BEFORE / SOAK_SECONDS_AFTER (publishing before and after
  * the failover, default 10 / 15), SOAK_RATE (messages per second, default 100), SOAK_LAG_MS (how
  * long the asynchronous standby is cut off before the kill, default 2000), BENCH_BACKLOG (default
- * 3000), plus the test suite's AMQP_URL and TEST_NAMESPACE_PREFIX.
+ * 3000), SOAK_PARTS=cost (only the cost figures, printed as JSON), plus the test suite's AMQP_URL
+ * and TEST_NAMESPACE_PREFIX.
  */
 import { connect } from 'amqplib';
 import { writeFileSync } from 'node:fs';
@@ -333,6 +334,11 @@ function report(failovers: FailoverRun[], costs: CostRun[]): string {
 async function main(): Promise<void> {
   const unavailable = pgPairUnavailable();
   if (unavailable) throw new Error(`soak:pg-failover needs PostgreSQL 15's binaries: ${unavailable}`);
+  // SOAK_PARTS=cost repeats only the cost measurement, printed and not written.
+  if (process.env.SOAK_PARTS === 'cost') {
+    process.stdout.write(`${JSON.stringify(await costRuns())}\n`);
+    return;
+  }
   const failovers = [
     await failoverRun('synchronous', true, false, false),
     await failoverRun('asynchronous, lagging standby', false, true, false),
