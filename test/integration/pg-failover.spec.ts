@@ -1,5 +1,9 @@
+import { connect } from 'amqplib';
+import { randomUUID } from 'node:crypto';
 import { ChildApp, killAllChildren } from '../support/child-app';
 import { describeOn } from '../support/database';
+import { AMQP_URL } from '../support/environment';
+import { InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
 import { PgPair, pgPairUnavailable } from '../support/pg-pair';
 import { QueueProbe } from '../support/queue-probe';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -18,9 +22,40 @@ const PLAIN = { schema: 'pg_failover_plain', exchange: `${PREFIX}it.pg-failover.
 const GUARDED = { schema: 'pg_failover_guarded', exchange: `${PREFIX}it.pg-failover.guarded`, type: 'failover.guarded' };
 const AWAIT_STANDBY = { standbys: ['standby1'], timeoutMs: 1_000 };
 
-/** How many batches `child` has given back for want of a standby's confirmation (Nest logs warnings to stdout). */
-function givenBack(child: ChildApp): number {
-  return (`${child.stdout}${child.stderr}`.match(/Gave back \d+ claimed outbox row\(s\) unattempted: .*standby1/g) ?? []).length;
+/** A deferred inbox consumer in the guarded process: its handler must not run for a delivery the standby lacks. */
+const INBOX: InboxFixtureConfig = {
+  exchange: `${PREFIX}it.pg-failover.inbound`,
+  routingKey: 'inbound.event',
+  outExchange: `${PREFIX}it.pg-failover.inventory`,
+  deadLetterExchange: `${PREFIX}it.pg-failover.dead`,
+  consumers: [{ name: 'failover-inventory', queue: `${PREFIX}it.pg-failover.inventory-in` }],
+  mode: 'deferred',
+  announceStarts: true,
+};
+
+/** How many `table` batches `child` has given back for want of a standby's confirmation (Nest logs warnings to stdout). */
+function givenBack(child: ChildApp, table: 'outbox' | 'inbox' = 'outbox'): number {
+  const pattern = new RegExp(`Gave back \\d+ claimed ${table} row\\(s\\) unattempted: .*standby1`, 'g');
+  return (`${child.stdout}${child.stderr}`.match(pattern) ?? []).length;
+}
+
+/** Delivers `count` events to the inbox's exchange, as another service would; resolves with their message ids. */
+async function deliverInbound(count: number, firstOrderId: number): Promise<string[]> {
+  const connection = await connect(AMQP_URL);
+  try {
+    const channel = await connection.createConfirmChannel();
+    const ids = Array.from({ length: count }, () => randomUUID());
+    ids.forEach((messageId, i) =>
+      channel.publish(INBOX.exchange, INBOX.routingKey, Buffer.from(JSON.stringify({ orderId: firstOrderId + i })), {
+        messageId,
+        contentType: 'application/json',
+      }),
+    );
+    await channel.waitForConfirms();
+    return ids;
+  } finally {
+    await connection.close();
+  }
 }
 
 describeOn(['postgres'], 'PostgreSQL failover to an asynchronous standby (a pair of its own: runs in one project)', () => {
@@ -37,17 +72,25 @@ describeOn(['postgres'], 'PostgreSQL failover to an asynchronous standby (a pair
         for (const side of [PLAIN, GUARDED]) await pair.sql(`CREATE SCHEMA "${PREFIX}${side.schema}"`);
         probes.plain = await QueueProbe.bind(PLAIN.exchange, PLAIN.type, `${PREFIX}it.pg-failover.plain`);
         probes.guarded = await QueueProbe.bind(GUARDED.exchange, GUARDED.type, `${PREFIX}it.pg-failover.guarded`);
+        probes.inventory = await QueueProbe.bind(INBOX.outExchange, '#', `${PREFIX}it.pg-failover.inventory-out`);
+        const connection = await connect(AMQP_URL);
+        await prepareInboxBroker(await connection.createChannel(), INBOX);
+        await connection.close();
         // The children reach the database only through the stable address.
         const shared = process.env.DATABASE_URL;
         process.env.DATABASE_URL = pair.url();
         try {
-          const child = (name: string, side: typeof PLAIN, outbox: object) =>
+          const child = (name: string, side: typeof PLAIN, outbox: object, inbox?: InboxFixtureConfig) =>
             ChildApp.start(name, {
               database: { kind: 'postgres', name: side.schema },
               publisher: { exchange: side.exchange, type: side.type },
               outbox: { pollIntervalMs: 200, ...outbox },
+              inbox,
             });
-          [plain, guarded] = await Promise.all([child('it-failover-plain', PLAIN, {}), child('it-failover-guarded', GUARDED, { awaitStandby: AWAIT_STANDBY })]);
+          [plain, guarded] = await Promise.all([
+            child('it-failover-plain', PLAIN, {}),
+            child('it-failover-guarded', GUARDED, { awaitStandby: AWAIT_STANDBY }, INBOX),
+          ]);
         } finally {
           process.env.DATABASE_URL = shared;
         }
@@ -77,6 +120,12 @@ describeOn(['postgres'], 'PostgreSQL failover to an asynchronous standby (a pair
         await probes.plain.waitFor(20);
         await probes.guarded.waitFor(20);
         expect(new Set(probes.guarded.messageIds)).toEqual(new Set(published.guarded));
+        // The deferred inbox runs its handler for deliveries the standby has.
+        const inbound = await deliverInbound(3, 1);
+        await waitUntil(
+          () => inbound.every((id) => guarded.stdout.includes(`HANDLER_STARTED failover-inventory ${id}`)),
+          'the guarded inbox handled the deliveries',
+        );
       },
       timeoutFor(WAIT_TIMEOUT_MS * 4),
     );
@@ -101,6 +150,14 @@ describeOn(['postgres'], 'PostgreSQL failover to an asynchronous standby (a pair
         await waitUntil(() => givenBack(guarded) > 0 || probes.guarded.messages.length > 20, 'the guarded side gave a batch back', WAIT_TIMEOUT_MS);
         await probes.guarded.flush();
         expect(probes.guarded.messages.length).toBe(20);
+        // Deliveries stored while the standby lags: the deferred handler waits too (their rows may be lost with the primary).
+        const laggingInbound = await deliverInbound(5, 100);
+        await waitUntil(
+          () => givenBack(guarded, 'inbox') > 0 || laggingInbound.some((id) => guarded.stdout.includes(id)),
+          'the guarded inbox gave a batch back',
+          WAIT_TIMEOUT_MS,
+        );
+        expect(laggingInbound.filter((id) => guarded.stdout.includes(`HANDLER_STARTED failover-inventory ${id}`))).toEqual([]);
 
         const movedAt = await pair.failover();
 
