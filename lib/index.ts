@@ -16,6 +16,7 @@ export { DEFAULT_OUTBOX_NAME } from './naming/outbox-name';
 export { OutboxModuleOptions } from './options/outbox-module-options';
 export type { OutboxModuleOptionsInput, RetentionMode } from './options/outbox-module-options';
 export type { OutboxModuleAsyncOptions, OutboxOptionsFactory, OutboxRuntimeOptions } from './options/outbox-module-async-options';
+export type { AwaitStandbyOptions } from './options/await-standby';
 export { OutboxService } from './outbox/outbox.service';
 export { OutboxDispatcher } from './outbox/outbox.dispatcher';
 export type { DispatcherStats } from './outbox/outbox.dispatcher';

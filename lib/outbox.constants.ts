@@ -22,6 +22,8 @@ export const INBOX_DIALECT = Symbol('INBOX_DIALECT');
  * their own statements on: a small pool of their own, or the application's DataSource.
  */
 export const OUTBOX_WORKER_DATA_SOURCE = Symbol('OUTBOX_WORKER_DATA_SOURCE');
+/** Injection token of the `StandbyGate` of `awaitStandby`, or null when the option is off. */
+export const OUTBOX_STANDBY_GATE = Symbol('OUTBOX_STANDBY_GATE');
 /** Injection token of the `DatabaseDialect` of the outbox's DataSource (tables created when `synchronize` is on). */
 export const DATABASE_DIALECT = Symbol('DATABASE_DIALECT');
 /** Injection token of the names of the outbox and inbox tables (`TableNames`). */

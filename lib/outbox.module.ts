@@ -23,6 +23,7 @@ import {
   OUTBOX_DATA_SOURCE,
   OUTBOX_WORKER_DATA_SOURCE,
   OUTBOX_DIALECT,
+  OUTBOX_STANDBY_GATE,
   OUTBOX_INSTANCE_ID,
   OUTBOX_OPTIONS,
   OUTBOX_TABLE_NAMES,
@@ -47,6 +48,7 @@ import { prepareArchiveTablesAtStartup } from './schema/archive-tables-at-startu
 import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
 import { OutboxMetrics } from './observability/outbox-metrics';
 import { openWorkerDataSource, WorkerDataSourceCloser } from './dialects/worker-data-source';
+import { standbyGateFor } from './dialects/standby-gate-for';
 import { WebhookInboxExplorer } from './webhooks/webhook-inbox.explorer';
 import { WebhookRefusalWatch } from './webhooks/webhook-refusal-watch';
 import { namedOutbox } from './naming/outbox-name';
@@ -131,6 +133,11 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
       useFactory: (dataSource: DataSource, dialect: DatabaseDialect, options: OutboxModuleOptions) => openWorkerDataSource(dataSource, dialect, options, lanes),
     },
     WorkerDataSourceCloser,
+    {
+      provide: OUTBOX_STANDBY_GATE,
+      inject: [DATABASE_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_OPTIONS],
+      useFactory: (dialect: DatabaseDialect, workerDataSource: DataSource, options: OutboxModuleOptions) => standbyGateFor(dialect, workerDataSource, options),
+    },
     {
       provide: OUTBOX_DIALECT,
       inject: [DATABASE_DIALECT, OUTBOX_DATA_SOURCE],

@@ -1,4 +1,6 @@
 import type { DataSource, QueryRunner } from 'typeorm';
+import type { StandbyGate } from '../engine/standby-gate';
+import type { ResolvedAwaitStandby } from '../options/await-standby';
 import { InboxDialect } from './inbox-dialect';
 import { TableKind } from './index-names';
 import { OutboxDialect } from './outbox-dialect';
@@ -74,6 +76,11 @@ export interface DatabaseDialect {
    * ended on the server (a raw `COMMIT`, an implicit commit). Absent where the driver does not tell.
    */
   reportsNoTransaction?(raw: unknown, runner: QueryRunner): boolean;
+  /**
+   * What `awaitStandby` waits on: tells when the database's standbys hold every transaction
+   * committed so far. Absent where the library cannot ask (only PostgreSQL can).
+   */
+  standbyGate?(workerDataSource: DataSource, settings: ResolvedAwaitStandby): StandbyGate;
   outbox(quotedTable: string): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   /** The outbox table of schema version 1, as `createOutboxTableMigration` has always made it. */

@@ -16,3 +16,4 @@ export * from './outbox-admin-filter.error';
 export * from './database-timeout.error';
 export * from './outbox-table-missing.error';
 export * from './input-rejected.error';
+export * from './standby-lag.error';

@@ -9,7 +9,8 @@ import { persistently } from '../engine/persistently';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
 import { judgedPipeRejection } from './pipe-rejection';
 import { MessageStatus } from '../message/message-status';
-import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_STANDBY_GATE } from '../outbox.constants';
+import { passStandbyGate, StandbyGate } from '../engine/standby-gate';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { leaseTimings } from '../options/claim-lease';
 import { describeError } from '../retry/error-classifier';
@@ -52,6 +53,7 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
     private readonly wakeup: InboxWakeup,
     private readonly identity: OutboxIdentity,
     private readonly serverRollbacks: ServerRollbackWatch,
+    @Inject(OUTBOX_STANDBY_GATE) private readonly standbyGate: StandbyGate | null,
     @Optional() @Inject(OUTBOX_TRANSACTION_HOST) private readonly transactionHost?: TransactionHost,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
@@ -102,6 +104,12 @@ export class InboxWorker implements OnApplicationBootstrap, BeforeApplicationShu
    */
   private async processBatch(batch: ClaimedInboxMessage[]): Promise<void> {
     const worker = this.worker!;
+    // With awaitStandby, a handler runs only for deliveries a promoted standby would still have.
+    const gate = this.standbyGate;
+    if (gate && !(await passStandbyGate({ gate, table: this.dialect, dataSource: this.dataSource, logger: this.logger }, batch))) {
+      worker.settled(batch);
+      return;
+    }
     for (const row of batch) {
       if (!(await worker.stillHeld(row))) {
         this.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'inbox', count: 1 }));

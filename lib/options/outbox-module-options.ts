@@ -1,4 +1,5 @@
 import { IsBoolean, IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import type { AwaitStandbyOptions } from './await-standby';
 import type { OutboxMessage } from '../message/outbox-message';
 import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_ATTEMPTS_LIMIT, MAX_PAYLOAD_BYTES_LIMIT } from '../message/message-limits';
 
@@ -247,6 +248,17 @@ export class OutboxModuleOptions {
    */
   @IsIn(RETENTION_MODES, { message: ({ value }) => `retentionMode must be 'delete' or 'archive', got ${JSON.stringify(value)}` })
   retentionMode: RetentionMode = 'delete';
+
+  /**
+   * PostgreSQL with asynchronous standbys: send a claimed batch (and run a deferred inbox
+   * handler's batch) only once the named standbys have flushed its rows, so that a failover
+   * never promotes a standby that lacks a transaction whose message went out. One wait per
+   * batch; a batch no standby confirms within `timeoutMs` is given back unattempted and claimed
+   * again at the next poll. Off by default (costs nothing then); needs a role that may read
+   * `pg_stat_replication` positions (`pg_read_all_stats`). See docs/semantics.md.
+   */
+  @IsOptional()
+  awaitStandby?: AwaitStandbyOptions = undefined;
 
   /** Written to `claimed_by`; defaults to host name and process id. */
   @IsOptional()

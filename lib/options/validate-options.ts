@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidationError } from 'class-validator';
 import { OutboxOptionsError } from '../errors';
+import { awaitStandbyProblems, resolveAwaitStandby } from './await-standby';
 import { applyClaimLease, applyLeaseDefaults, LeaseDerivedOption } from './claim-lease';
 import { OutboxModuleOptions, OutboxModuleOptionsInput } from './outbox-module-options';
 
@@ -25,6 +26,7 @@ function checkOutboxOptions(input: OutboxModuleOptionsInput | undefined): { opti
   applyLeaseDefaults(options, input ?? {});
   const problems = validateSync(options, { forbidUnknownValues: true, whitelist: false }).flatMap(describe);
   problems.push(...unknownKeys(input), ...crossFieldProblems(options, derived));
+  problems.push(...awaitStandbyProblems(options.awaitStandby), ...standbyWaitFitsLease(options));
   if (options.isFatalError !== undefined && typeof options.isFatalError !== 'function') {
     problems.push('isFatalError must be a function');
   }
@@ -68,4 +70,14 @@ function crossFieldProblems(o: OutboxModuleOptions, derived: LeaseDerivedOption[
     );
   }
   return problems;
+}
+
+/** A batch waits for the standbys while claimed: the wait and the send must end before the claim may be reclaimed. */
+function standbyWaitFitsLease(o: OutboxModuleOptions): string[] {
+  if (!o.awaitStandby || awaitStandbyProblems(o.awaitStandby).length > 0) return [];
+  const { timeoutMs } = resolveAwaitStandby(o.awaitStandby);
+  if (timeoutMs + o.sendTimeoutMs < o.stuckReclaimAfterMs) return [];
+  return [
+    `awaitStandby.timeoutMs (${timeoutMs}) + sendTimeoutMs (${o.sendTimeoutMs}) must stay below stuckReclaimAfterMs (${o.stuckReclaimAfterMs}), or waiting batches would be reclaimed`,
+  ];
 }

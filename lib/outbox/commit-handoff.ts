@@ -65,6 +65,8 @@ interface TransactionRecords {
   unsure: boolean;
   /** The outermost COMMIT was answered with ROLLBACK (the transaction had failed): nothing it recorded exists. */
   rolledBack: boolean;
+  /** The outermost COMMIT failed: whether it committed is for the table to tell. */
+  commitFailed?: boolean;
 }
 
 /**
@@ -205,6 +207,10 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
     if (own) {
       // PostgreSQL ends a failed transaction (an error the caller caught) this way, without an error.
       if (event.query === 'COMMIT' && (event.rawResults as { command?: string } | undefined)?.command === 'ROLLBACK') transaction.rolledBack = true;
+      // A COMMIT that failed may still have committed: its reply was lost with the connection (a
+      // failover, a killed server that a synchronous standby had already confirmed). The table
+      // tells which rows stand; without asking, they would wait PROCESSING for the stuck detector.
+      else if (event.query === 'COMMIT' && !event.success) this.handOffUnsure(runner, transaction);
     } else if (typeof event.query === 'string' && holdsTransactionControl(event.query)) {
       transaction.unsure = true;
     }
@@ -261,6 +267,17 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
     if (index >= 0) this.dataSource.subscribers.splice(index, 1);
   }
 
+  /** Hands the messages of a transaction whose COMMIT failed to their lanes, through the table. */
+  private handOffUnsure(runner: QueryRunner, transaction: TransactionRecords): void {
+    this.transactions.delete(runner);
+    transaction.commitFailed = true;
+    try {
+      this.handOff(transaction);
+    } catch (error) {
+      this.logger.error(`Could not hand the messages of a failed commit to their dispatcher: ${describeError(error, 500)}`);
+    }
+  }
+
   /**
    * Hands a committed transaction's messages to their lanes: from memory, or, where memory cannot
    * vouch for them, through the table. A record held so long that its lease could run out before
@@ -272,7 +289,7 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
   private handOff(transaction: TransactionRecords): void {
     const { leaseMs, renewIntervalMs } = leaseTimings(this.options);
     const heldSince = performance.now() - Math.min(leaseMs / 2, leaseMs - 2 * renewIntervalMs);
-    const confirmFirst = transaction.unsure || transaction.records.some((r) => r.recordedAt < heldSince);
+    const confirmFirst = transaction.unsure || transaction.commitFailed || transaction.records.some((r) => r.recordedAt < heldSince);
     const byLane = new Map<HandoffLane, ClaimedMessage[]>();
     for (const { lane, message, withdrawnAt } of transaction.records) {
       // Cancelled in the transaction: its row committed ABANDONED.

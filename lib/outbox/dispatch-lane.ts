@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ClaimedMessage, OutboxDialect } from '../dialects/outbox-dialect';
 import { ClaimWorker } from '../engine/claim-worker';
+import { passStandbyGate, StandbyGate } from '../engine/standby-gate';
 import { DoneSettler } from '../engine/done-settler';
 import { persistently } from '../engine/persistently';
 import { FailurePolicy, settleBatch } from '../engine/settlement';
@@ -47,6 +48,8 @@ export interface DispatchLaneSpec {
   failurePolicy: FailurePolicy;
   /** The outbox the lane dispatches for: its events and log context carry its name. */
   identity: OutboxIdentity;
+  /** With `awaitStandby`: every batch waits until the standbys hold its rows. */
+  standbyGate?: StandbyGate;
 }
 
 /**
@@ -189,7 +192,8 @@ export class DispatchLane implements HandoffLane {
   }
 
   private async sendAndSettle(claimed: ClaimedMessage[]): Promise<void> {
-    const { dialect, dataSource } = this.spec;
+    const { dialect, dataSource, standbyGate } = this.spec;
+    if (standbyGate && !(await this.standbysHold(standbyGate, claimed))) return;
     // Timed only for a listener: the events are free when nobody subscribes.
     const sendMs = listening(OUTBOX_EVENTS.sent, OUTBOX_EVENTS.retryScheduled, OUTBOX_EVENTS.manualRequired) ? new Array<number>(claimed.length) : undefined;
     // Asked once per batch: without an SDK, nothing is built per message for a span.
@@ -212,6 +216,18 @@ export class DispatchLane implements HandoffLane {
     this.announce(claimed, results, failed, sendMs, claimed.length - settledDone - settledFailed - settledReleased);
     // Bounded: a database slower than the broker holds the loops up rather than the settles piling up.
     if (this.doneSettler.pending > this.spec.batchSize * this.spec.concurrency) await this.doneSettler.idle();
+  }
+
+  /**
+   * Whether the standbys hold the batch's rows; if not, the batch was given back unattempted and
+   * the lane claims nothing more until its next poll, as when its transport is down.
+   */
+  private async standbysHold(gate: StandbyGate, claimed: ClaimedMessage[]): Promise<boolean> {
+    const { dialect, dataSource } = this.spec;
+    if (await passStandbyGate({ gate, table: dialect, dataSource, logger: this.logger }, claimed)) return true;
+    this.paused = true;
+    this.stats.released += claimed.length;
+    return false;
   }
 
   /** Accounts for a DONE statement of the `DoneSettler`: rows it found taken over were fenced off. */

@@ -3,8 +3,9 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import { DataSource } from 'typeorm';
 import { OutboxDialect } from '../dialects/outbox-dialect';
 import { failurePolicyFrom } from '../engine/settlement';
+import { StandbyGate } from '../engine/standby-gate';
 import { OutboxError } from '../errors';
-import { OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_STANDBY_GATE, OUTBOX_TRANSPORTS } from '../outbox.constants';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { leaseTimings } from '../options/claim-lease';
 import { OutboxTransports } from '../transport/outbox-transports';
@@ -42,6 +43,7 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
     private readonly wakeup: OutboxWakeup,
     private readonly handoff: CommitHandoff,
     private readonly identity: OutboxIdentity,
+    @Inject(OUTBOX_STANDBY_GATE) standbyGate: StandbyGate | null,
     @Optional() private readonly scheduler?: SchedulerRegistry,
   ) {
     const failurePolicy = failurePolicyFrom(options);
@@ -59,6 +61,7 @@ export class OutboxDispatcher implements OnModuleInit, OnApplicationBootstrap, B
         instanceId,
         failurePolicy,
         identity,
+        standbyGate: standbyGate ?? undefined,
       });
     });
   }

@@ -71,6 +71,16 @@ describe('OutboxModule start-up checks', () => {
     timeoutFor(STARTUP_TIMEOUT_MS),
   );
 
+  it(
+    'refuses awaitStandby on a database whose standbys it cannot ask, and boots with it on PostgreSQL',
+    async () => {
+      const booting = boot([typeOrm(), ScheduleModule.forRoot(), rabbit(), outbox({ awaitStandby: { standbys: ['standby1'] } })]);
+      if (database.kind === 'postgres') await expect(booting).resolves.toBeUndefined();
+      else await expect(booting).rejects.toThrow(/awaitStandby needs PostgreSQL/);
+    },
+    timeoutFor(STARTUP_TIMEOUT_MS),
+  );
+
   it('rejects a table name that is not a plain identifier before anything starts', () => {
     expect(() => OutboxModule.forRoot({ tableName: 'outbox; DROP TABLE users' })).toThrow(/tableName must be a plain SQL identifier/);
   });

@@ -35,7 +35,7 @@ export interface DispatcherChildConfig {
   /**
    * Publishes on command: a line `PUBLISH <n>` on the child's stdin makes it publish n messages of
    * `type` to `exchange`, each in a transaction of its own, and print `PUBLISHED <ids as JSON>`
-   * once all committed (see `ChildApp.publish`).
+   * once all committed, or `PUBLISH FAILED <reason>` at the first that did not (see `ChildApp.publish`).
    */
   publisher?: { exchange: string; type: string };
   /** Shifts the child's JavaScript clock (`Date.now()`, `new Date()`) by this much, as a server whose clock is off. */
@@ -172,9 +172,17 @@ export class ChildApp {
   async publish(count: number, timeoutMs = WAIT_TIMEOUT_MS): Promise<string[]> {
     const before = this.out.length;
     this.process.stdin!.write(`PUBLISH ${count}\n`);
-    await this.waitForOutput(/^PUBLISHED .*$/m, timeoutMs);
-    const line = /^PUBLISHED (.*)$/m.exec(this.out.slice(before))!;
-    return JSON.parse(line[1]) as string[];
+    // Only this command's answer: an earlier PUBLISHED line is not it.
+    const answer = () => /^(PUBLISHED|PUBLISH FAILED) (.*)$/m.exec(this.out.slice(before));
+    const deadline = Date.now() + timeoutMs;
+    while (!answer()) {
+      if (this.exit) throw new Error(`${this.name} exited (${describeExit(this.exit)}) while publishing${this.diagnostics()}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} did not answer PUBLISH ${count} within ${timeoutMs} ms${this.diagnostics()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const [, outcome, rest] = answer()!;
+    if (outcome === 'PUBLISH FAILED') throw new Error(`${this.name} could not publish: ${rest}`);
+    return JSON.parse(rest) as string[];
   }
 
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<ChildExit> {

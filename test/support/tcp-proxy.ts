@@ -3,7 +3,8 @@ import { createConnection, createServer, Server, Socket } from 'node:net';
 /**
  * A TCP proxy a test owns, to simulate an outage of a shared service without disturbing other
  * test files: `cut()` resets every open connection and refuses new ones until `restore()`;
- * `blackHole()` keeps connections open but forwards nothing, as a peer that stopped answering.
+ * `blackHole()` keeps connections open but forwards nothing, as a peer that stopped answering;
+ * `retarget()` moves the address to another server, as a failover manager moves a virtual IP.
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
@@ -13,19 +14,31 @@ export class TcpProxy {
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    private target: { host: string; port: number },
   ) {}
 
-  static async start(targetHost: string, targetPort: number): Promise<TcpProxy> {
+  /** Listens on `listenPort` (default: any free port) of 127.0.0.1 and forwards to the target. */
+  static async start(targetHost: string, targetPort: number, listenPort = 0): Promise<TcpProxy> {
     let proxy!: TcpProxy;
-    const server = createServer((client) => proxy.accept(client, targetHost, targetPort));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    proxy = new TcpProxy(server, (server.address() as { port: number }).port);
+    const server = createServer((client) => proxy.accept(client, proxy.target.host, proxy.target.port));
+    await new Promise<void>((resolve) => server.listen(listenPort, '127.0.0.1', resolve));
+    proxy = new TcpProxy(server, (server.address() as { port: number }).port, { host: targetHost, port: targetPort });
     return proxy;
   }
 
   /** Sockets open on either side (two per forwarded connection, one per swallowed one): a closed connection leaves. */
   get openSockets(): number {
     return this.sockets.size;
+  }
+
+  /**
+   * From now on forwards new connections to `host:port`, and resets those open to the old
+   * target: clients reconnect through the same address and reach the new server.
+   */
+  retarget(host: string, port: number): void {
+    this.target = { host, port };
+    for (const socket of this.sockets) reset(socket);
+    this.sockets.clear();
   }
 
   /** The proxied URL: `url` with its host and port replaced by the proxy's. */

@@ -1,4 +1,7 @@
-import type { QueryRunner } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
+import type { StandbyGate } from '../../engine/standby-gate';
+import type { ResolvedAwaitStandby } from '../../options/await-standby';
+import { PostgresStandbyGate } from './postgres-standby-gate';
 import { DatabaseDialect, IdentifierLimit, SqlQuery, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
 import { OutboxDialect } from '../outbox-dialect';
@@ -39,6 +42,10 @@ export class PostgresDialect implements DatabaseDialect {
   /** The transaction status of the server's last ReadyForQuery, which node-postgres keeps. */
   reportsNoTransaction(_raw: unknown, runner: QueryRunner): boolean {
     return postgresReportsNoTransaction(runner);
+  }
+
+  standbyGate(workerDataSource: DataSource, settings: ResolvedAwaitStandby): StandbyGate {
+    return new PostgresStandbyGate(workerDataSource, settings);
   }
 
   outbox(quotedTable: string): OutboxDialect {
