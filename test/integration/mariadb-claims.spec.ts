@@ -363,7 +363,16 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
       expect(await claim()).toEqual([]);
 
       expect(await tables.outbox.findParkedKeys(tables.dataSource, 10)).toEqual([
-        { orderingKey: 'p', consumer: null, messageId: rows[0].messageId, type: 'test.event', attempts: 1, lastError: 'poison', waiting: 2 },
+        {
+          orderingKey: 'p',
+          consumer: null,
+          messageId: rows[0].messageId,
+          type: 'test.event',
+          transport: 'default',
+          attempts: 1,
+          lastError: 'poison',
+          waiting: 2,
+        },
       ]);
 
       expect(await tables.outbox.requeue(tables.dataSource, { messageId: rows[1].messageId })).toBe(false);

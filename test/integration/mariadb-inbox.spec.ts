@@ -243,7 +243,16 @@ describeOnMysql(`${SERVER.name} inbox dialect`, () => {
       ]);
       expect(await claim(['Deferred.a', 'Deferred.b'])).toEqual([]);
       expect(await tables.inbox.findParkedKeys(tables.dataSource, 10)).toEqual([
-        { orderingKey: 'k', consumer: 'Deferred.a', messageId: a1.messageId, type: 'test.event', attempts: 1, lastError: 'poison', waiting: 1 },
+        {
+          orderingKey: 'k',
+          consumer: 'Deferred.a',
+          messageId: a1.messageId,
+          type: 'test.event',
+          transport: null,
+          attempts: 1,
+          lastError: 'poison',
+          waiting: 1,
+        },
       ]);
       expect(await tables.inbox.requeue(tables.dataSource, { consumer: 'Deferred.b', messageId: a1.messageId })).toBe(false);
       expect(await tables.inbox.abandon(tables.dataSource, { consumer: 'Deferred.a', messageId: a1.messageId })).toBe(true);

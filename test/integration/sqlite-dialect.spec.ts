@@ -138,6 +138,7 @@ describeSqlite('SQLite dialect', () => {
         attempts: 0,
         maxAttempts: 3,
         orderingKey: null,
+        bizKey: null,
         createdAt: expect.any(Date),
       });
       expect(Number(first[0].id)).toBeLessThan(Number(first[1].id));
@@ -276,8 +277,26 @@ describeSqlite('SQLite dialect', () => {
 
       const parked = await tables.outbox.findParkedKeys(dataSource, 10);
       expect(parked).toEqual([
-        { orderingKey: 'a', consumer: null, messageId: a1.messageId, type: 'test.event', attempts: 1, lastError: 'gave up on a', waiting: 2 },
-        { orderingKey: 'b', consumer: null, messageId: b1.messageId, type: 'test.event', attempts: 1, lastError: 'gave up on b', waiting: 1 },
+        {
+          orderingKey: 'a',
+          consumer: null,
+          messageId: a1.messageId,
+          type: 'test.event',
+          transport: 'default',
+          attempts: 1,
+          lastError: 'gave up on a',
+          waiting: 2,
+        },
+        {
+          orderingKey: 'b',
+          consumer: null,
+          messageId: b1.messageId,
+          type: 'test.event',
+          transport: 'default',
+          attempts: 1,
+          lastError: 'gave up on b',
+          waiting: 1,
+        },
       ]);
       expect(await tables.outbox.findParkedKeys(dataSource, 1)).toHaveLength(1);
 
@@ -391,7 +410,7 @@ describeSqlite('SQLite dialect', () => {
       await tables.inbox.settleDone(dataSource, [claimed[1]]);
 
       expect(await tables.inbox.findParkedKeys(dataSource, 10)).toEqual([
-        { orderingKey: 'k', consumer: 'consumer-a', messageId: a1.messageId, type: 'test.event', attempts: 1, lastError: 'bad', waiting: 1 },
+        { orderingKey: 'k', consumer: 'consumer-a', messageId: a1.messageId, type: 'test.event', transport: null, attempts: 1, lastError: 'bad', waiting: 1 },
       ]);
       expect(await tables.inbox.requeue(dataSource, { consumer: 'consumer-b', messageId: a1.messageId })).toBe(false);
       expect(await tables.inbox.abandon(dataSource, { consumer: 'consumer-a', messageId: a1.messageId })).toBe(true);
