@@ -32,8 +32,13 @@ export interface ClusterTrafficPlan {
 /** What an outage did to the traffic. */
 export interface OutageReport extends ClusterOutage {
   node: ClusterNode;
-  /** Longest time without a confirmed publish, from the moment the node was taken down. */
+  /** Longest time without a confirmed publish by any instance, from the moment the node was taken down. */
   publishGapMs: number;
+  /**
+   * Longest time one instance confirmed no publish, from the moment the node was taken down, among
+   * the instances that ran through the outage: what an instance connected to the lost node sees.
+   */
+  instancePublishGapMs: number;
   /** Longest time without a handled delivery, from the moment the node was taken down. */
   consumeGapMs: number;
 }
@@ -51,8 +56,8 @@ export interface ClusterTrafficReport {
   /** Outbox and inbox rows not settled when the drain timed out. */
   stuck: number;
   manualRequired: number;
-  /** Outbox rows (of the published type) sent more than once: an outage charged them an attempt. */
-  retriedRows: number;
+  /** Outbox rows charged a failed attempt (a transport that is down costs none). */
+  chargedAttempts: number;
   /** App instances that exited without being killed by the run. */
   hostExits: string[];
   outages: OutageReport[];
@@ -128,6 +133,7 @@ export async function runClusterTraffic(cluster: RabbitMqCluster, database: Test
         ...outage,
         node,
         publishGapMs: longestGap(downAt, await confirmedSince(database, downAt)),
+        instancePublishGapMs: await longestInstanceGap(database, downAt),
         consumeGapMs: longestGap(downAt, await handledSince(database, downAt)),
       });
       // Back before the next outage: a quorum queue of three needs two members.
@@ -158,7 +164,7 @@ export async function runClusterTraffic(cluster: RabbitMqCluster, database: Test
       duplicates: Number((await database.sql(duplicatesSql))[0].n),
       stuck: await unsettled(database),
       manualRequired: await countManual(database),
-      retriedRows: Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE message_type = ? AND attempts > 1`, [MESSAGE_TYPE]))[0].n),
+      chargedAttempts: Number((await database.sql(`SELECT count(*) AS n FROM {outbox_message} WHERE attempts > 0`))[0].n),
       hostExits: unplannedExits,
       outages,
     };
@@ -240,6 +246,24 @@ async function confirmedSince(database: TestDatabase, since: number): Promise<nu
     [MESSAGE_TYPE, since],
   );
   return rows.map((row) => Number(row.t));
+}
+
+/** `longestGap` per dispatching instance (`claimed_by`) that confirmed publishes before `since`. */
+async function longestInstanceGap(database: TestDatabase, since: number): Promise<number> {
+  const rows = await database.sql(
+    `SELECT claimed_by AS instance, ${epochMs('processed_at')} AS t FROM {outbox_message}
+     WHERE message_type = ? AND status = 'DONE' AND ${epochMs('processed_at')} > ?
+       AND claimed_by IN (SELECT claimed_by FROM {outbox_message} WHERE status = 'DONE' AND ${epochMs('processed_at')} BETWEEN ? AND ?)
+     ORDER BY processed_at`,
+    [MESSAGE_TYPE, since, since - 5_000, since],
+  );
+  const byInstance = new Map<string, number[]>();
+  for (const row of rows) {
+    const times = byInstance.get(row.instance) ?? [];
+    times.push(Number(row.t));
+    byInstance.set(row.instance, times);
+  }
+  return Math.max(0, ...[...byInstance.values()].map((times) => longestGap(since, times)));
 }
 
 async function handledSince(database: TestDatabase, since: number): Promise<number[]> {
