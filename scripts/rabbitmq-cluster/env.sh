@@ -22,6 +22,8 @@ CLUSTER_NODES="a b c"
 export ERL_EPMD_PORT="${RABBITMQ_CLUSTER_EPMD_PORT:-4381}"
 export ERL_EPMD_ADDRESS=127.0.0.1
 export HOME="$CLUSTER_DIR/home"
+# A VM that crashes (a CLI tool's included) leaves its dump with the cluster, not in the caller's directory.
+export ERL_CRASH_DUMP="$CLUSTER_DIR/erl_crash.dump"
 # Never the machine's /etc/rabbitmq/rabbitmq-env.conf: it names the shared broker's node.
 export RABBITMQ_CONF_ENV_FILE="$CLUSTER_DIR/rabbitmq-env.conf"
 unset ERL_FLAGS RABBITMQ_NODENAME RABBITMQ_NODE_PORT
