@@ -26,18 +26,21 @@ export class RabbitMqCluster {
 
   /**
    * `port` is node a's AMQP port (b and c take the next two), `distPort` its Erlang distribution
-   * port; `directory` holds the cluster's data, logs and cookie.
+   * port; `directory` holds the cluster's data, logs and cookie. Unset, each comes from the
+   * scripts' variable (`RABBITMQ_CLUSTER_PORT`…, see env.sh), so that two checkouts on one machine
+   * can run clusters side by side, else from the scripts' defaults.
    */
   constructor(options: { directory?: string; port?: number; distPort?: number; epmdPort?: number } = {}) {
-    const port = options.port ?? 5681;
+    const env = process.env;
+    const port = options.port ?? Number(env.RABBITMQ_CLUSTER_PORT ?? 5681);
     this.uris = CLUSTER_NODES.map((_, i) => `amqp://guest:guest@127.0.0.1:${port + i}`);
     this.env = {
       ...process.env,
       RABBITMQ_SBIN,
-      RABBITMQ_CLUSTER_DIR: options.directory ?? join(tmpdir(), `${process.env.TEST_NAMESPACE_PREFIX ?? ''}nestjs-outbox-rabbitmq-cluster`),
+      RABBITMQ_CLUSTER_DIR: options.directory ?? env.RABBITMQ_CLUSTER_DIR ?? join(tmpdir(), `${env.TEST_NAMESPACE_PREFIX ?? ''}nestjs-outbox-rabbitmq-cluster`),
       RABBITMQ_CLUSTER_PORT: String(port),
-      RABBITMQ_CLUSTER_DIST_PORT: String(options.distPort ?? 25681),
-      RABBITMQ_CLUSTER_EPMD_PORT: String(options.epmdPort ?? 4381),
+      RABBITMQ_CLUSTER_DIST_PORT: String(options.distPort ?? env.RABBITMQ_CLUSTER_DIST_PORT ?? 25681),
+      RABBITMQ_CLUSTER_EPMD_PORT: String(options.epmdPort ?? env.RABBITMQ_CLUSTER_EPMD_PORT ?? 4381),
     };
   }
 
