@@ -27,7 +27,8 @@ export interface DispatcherChildConfig {
   /** Adds `@InboxHandler()` consumers (test/support/inbox-fixture.ts). */
   inbox?: InboxFixtureConfig;
   outbox?: Omit<OutboxModuleOptionsInput, 'isFatalError'>;
-  amqpUrl?: string;
+  /** The broker's URI, or the URIs of a cluster's nodes (tried in turn on each reconnection). */
+  amqpUrl?: string | string[];
   /** Seconds between the child's attempts to reconnect to the broker (amqp-connection-manager's default: 5). */
   amqpReconnectSeconds?: number;
   /** Sends through the RabbitMQ transport with failures injected (test/support/flaky-transport.ts). */
@@ -38,6 +39,14 @@ export interface DispatcherChildConfig {
    * once all committed, or `PUBLISH FAILED <reason>` at the first that did not (see `ChildApp.publish`).
    */
   publisher?: { exchange: string; type: string };
+  /**
+   * Publishes continuously from start-up: `perSecond` messages of `type` to `exchange` a second,
+   * each in a transaction of its own (as a service taking requests), until a line `PAUSE` on stdin
+   * makes it stop and print `PAUSED` once its last transaction ended. Failures are printed on
+   * stderr and do not stop it. The payloads are `{ orderId }`, counting up from `firstOrderId`
+   * (the inbox fixture's handler derives business keys from it: give each child its own range).
+   */
+  steadyPublisher?: { exchange: string; type: string; perSecond: number; firstOrderId: number };
   /** Shifts the child's JavaScript clock (`Date.now()`, `new Date()`) by this much, as a server whose clock is off. */
   clockSkewMs?: number;
   /** The name the database knows the child's sessions by; `ChildApp.start` sets it to the child's name. */

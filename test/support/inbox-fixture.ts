@@ -23,6 +23,8 @@ export interface InboxFixtureConfig {
   announceStarts?: boolean;
   /** Ignore the events' `holdMs`: an instance that takes over a held message runs it at once. */
   ignoreHolds?: boolean;
+  /** Consume durable quorum queues (`x-queue-type: quorum`), as on a RabbitMQ cluster, instead of transient classic ones. */
+  quorumQueues?: boolean;
 }
 
 /** What the handler does, from the message body. */
@@ -66,7 +68,9 @@ function createConsumerClass(config: InboxFixtureConfig, consumer: { name: strin
       exchange: config.exchange,
       routingKey: config.routingKey,
       queue: consumer.queue,
-      queueOptions: { durable: false, arguments: { 'x-dead-letter-exchange': config.deadLetterExchange } },
+      queueOptions: config.quorumQueues
+        ? { durable: true, arguments: { 'x-queue-type': 'quorum', 'x-dead-letter-exchange': config.deadLetterExchange } }
+        : { durable: false, arguments: { 'x-dead-letter-exchange': config.deadLetterExchange } },
     })
     @InboxHandler({ consumer: consumer.name, mode: config.mode, maxAttempts: config.maxAttempts, bizKey: (event: FixtureEvent) => event.bizKey })
     async handle(event: FixtureEvent, message: { properties: { messageId?: string } }): Promise<void> {

@@ -60,7 +60,8 @@ export interface TestAppOptions {
   dataSource?: Partial<DataSourceOptions>;
   outbox?: OutboxModuleOptionsInput;
   statics?: OutboxModuleStaticOptions;
-  amqpUrl?: string;
+  /** The broker's URI, or the URIs of a cluster's nodes (golevelup tries them in turn on each reconnection). */
+  amqpUrl?: string | string[];
   /** Seconds between attempts to reconnect to the broker (amqp-connection-manager's default: 5). */
   amqpReconnectSeconds?: number;
   providers?: Provider[];
