@@ -3,6 +3,9 @@ import { MessageStatus } from '../../message/message-status';
 import { execute } from '../sql-executor';
 import { forceIndex } from './mysql-sql';
 
+/** The longest `stop()` waits for a look in progress. */
+const STOP_WAIT_MS = 2_000;
+
 /**
  * MySQL and MariaDB have no NOTIFY: instead, another instance's commit is seen by reading, every
  * `intervalMs`, the newest PENDING id of each transport through the lane index
@@ -49,11 +52,17 @@ export class MysqlPendingWatch {
     return watch;
   }
 
-  /** Stops looking; resolves once a look in progress is over, so its connection is back in the pool. */
+  /**
+   * Stops looking; resolves once a look in progress is over, so its connection is back in the
+   * pool, or after STOP_WAIT_MS where the server does not answer: shutdown never hangs on a look.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.probing;
+    if (!this.probing) return;
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([this.probing, new Promise<void>((resolve) => (bound = setTimeout(resolve, STOP_WAIT_MS)))]);
+    clearTimeout(bound);
   }
 
   private schedule(): void {
