@@ -181,10 +181,15 @@ function median(results: Measured[]): Measured {
   return [...results].sort((a, b) => a.rate - b.rate)[Math.floor(results.length / 2)];
 }
 
+/**
+ * A server's CPU is summed over its processes as /proc lists them at each end of a drain: one
+ * that started or ended in between (another client's backend, a broker helper) makes the figure
+ * meaningless, at worst negative; it is shown as unknown.
+ */
 function micros(value: number | undefined): string {
-  return value === undefined ? '–' : String(Math.round(value));
+  return value === undefined || value < 0 ? '–' : String(Math.round(value));
 }
 
 function ratio(a: number | undefined, b: number | undefined): string {
-  return a === undefined || b === undefined || b === 0 ? '–' : (a / b).toFixed(2);
+  return a === undefined || b === undefined || a < 0 || b <= 0 ? '–' : (a / b).toFixed(2);
 }
