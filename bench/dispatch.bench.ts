@@ -231,7 +231,7 @@ async function measureDatabase(database: TestDatabase, plan: DispatchPlan, queue
       backlog: plan.messages.toLocaleString('en-US'),
       messagesPerSecond: formatRate(summary),
       ratio: (summary.median / baseline).toFixed(2),
-      firstClaim: drains ? `${formatMs(drains.map((d) => d.firstClaimMs))} (${backlog.wakesDispatchers ? 'NOTIFY' : 'next poll'})` : '–',
+      firstClaim: drains ? `${formatMs(drains.map((d) => d.firstClaimMs))} (${backlog.wakeup})` : '–',
       afterFirstClaim: drains ? formatRate(summarise(drains.map((d) => d.rateAfterFirstClaim))) : '–',
       cpuPerMessage: formatCpu(cpu),
     };

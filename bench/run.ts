@@ -11,6 +11,7 @@ import { benchInbox } from './inbox.bench';
 import { benchLanes } from './lanes.bench';
 import { benchLatency } from './latency.bench';
 import { benchPeer } from './peer.bench';
+import { benchPriceList } from './price-list.bench';
 import { benchRowRewrites } from './row-rewrites.bench';
 import { benchWebhookIntake } from './webhook-intake.bench';
 import { benchWritePath } from './write-path.bench';
@@ -35,7 +36,7 @@ const SECTIONS: Section[] = [
   {
     key: 'dispatch',
     title: 'Dispatch: a PENDING backlog drained to RabbitMQ, all confirmed',
-    note: "Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database's drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog at their next poll (pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on. The hand-written relay (bench/support/hand-written-relay.ts) polls every 10 ms when idle. The OpenTelemetry row: the PostgreSQL defaults row again with an SDK (metrics and traces) registered in the dispatcher's process, every send a recorded span. cpuPerMessage: CPU time per message (from /proc, medians) of the sending processes (the dispatchers, or the bench process for plain amqplib) / the database server's processes from the backlog's commit on / the broker's; on a machine with cores for all three, the largest share bounds the rate, on two cores their sum does.",
+    note: "Messages/s from the backlog commit until every row is DONE; ratio against plain amqplib publishing the same messages through a confirm channel (window 1,000), measured beside each database's drains. firstClaim: backlog commit → first claim (database clock); MariaDB has no NOTIFY, so dispatchers find a backlog by a look every wakeupProbeIntervalMs (50 ms; before it, at their next poll, pollIntervalMs 1,000). afterFirstClaim: messages/s from the first claim on. The hand-written relay (bench/support/hand-written-relay.ts) polls every 10 ms when idle. The OpenTelemetry row: the PostgreSQL defaults row again with an SDK (metrics and traces) registered in the dispatcher's process, every send a recorded span. cpuPerMessage: CPU time per message (from /proc, medians) of the sending processes (the dispatchers, or the bench process for plain amqplib) / the database server's processes from the backlog's commit on / the broker's; on a machine with cores for all three, the largest share bounds the rate, on two cores their sum does.",
     run: benchDispatch,
   },
   {
@@ -79,6 +80,12 @@ const SECTIONS: Section[] = [
     title: 'Peer: pg-transactional-outbox 0.5.7 (polling relay)',
     note: 'Backlog drain and commit → consumed latency at 200 msg/s, configured as its README shows and tuned; ratio against a hand-written relay on the same table.',
     run: benchPeer,
+  },
+  {
+    key: 'price-list',
+    title: "Price list: a lean relay, the library's costs added one at a time, and the library (PostgreSQL and MariaDB, 1 KB payload)",
+    note: "Each row drains a backlog of BENCH_PRICE_LIST_MESSAGES (20,000) rows committed in one transaction to one durable queue (persistent, publisher confirms), timed from the COMMIT until the last row is DONE, after an unrecorded warm-up drain of a tenth of it; median of BENCH_PRICE_LIST_RUNS (1) drains. The lean relay (bench/support/lean-relay.ts, in the bench process): a minimal table (id, message id, payload, status) with one index on claimable rows (partial on PostgreSQL, (status, id) on MariaDB), window / batch loops each claiming a batch with SKIP LOCKED, publishing it through the default exchange straight to the queue, awaiting the confirms and settling it with one UPDATE. Each '+' row adds one of the library's costs to the lean relay alone; the batch and window rows change only those. The library row: one dispatcher process at the defaults, on its own table (found by NOTIFY on PostgreSQL, by its look on MariaDB). ofLean: msg/s against the first row. cpuPerMessage: sender (the bench process, or the dispatcher process) / database server / broker, from /proc: on a shared machine the servers' figures include other clients' work. Compare rows within one run only.",
+    run: benchPriceList,
   },
   {
     key: 'claim-cost',

@@ -5,10 +5,11 @@ import type { DrainOutcome, OutboxBacklog } from './outbox-backlog';
 
 /**
  * The outbox table of a MariaDB database, seeded from the server's SEQUENCE engine
- * (`seq_1_to_<n>`). MariaDB has no NOTIFY: dispatchers find the backlog at their next poll.
+ * (`seq_1_to_<n>`). MariaDB has no NOTIFY: dispatchers find the backlog by their periodic look
+ * (`wakeupProbeIntervalMs`).
  */
 export class MariadbBacklog implements OutboxBacklog {
-  readonly wakesDispatchers = false;
+  readonly wakeup = 'look';
   /** The database clock just before the last seed's COMMIT (UTC DATETIME(6) text). */
   private seededAt = '';
 

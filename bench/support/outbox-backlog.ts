@@ -16,8 +16,8 @@ export interface DrainOutcome {
  * seeds a PENDING backlog as `publish()` would have written it, and watches it drain.
  */
 export interface OutboxBacklog {
-  /** Whether the database can wake dispatchers on commit (PostgreSQL NOTIFY); else they find rows by polling. */
-  readonly wakesDispatchers: boolean;
+  /** How other processes' dispatchers learn of the seeded rows: PostgreSQL NOTIFY, or MySQL/MariaDB's look every `wakeupProbeIntervalMs`. */
+  readonly wakeup: 'NOTIFY' | 'look';
   /** Empties the table. */
   clear(): Promise<void>;
   /**

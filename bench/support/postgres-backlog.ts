@@ -41,7 +41,7 @@ function readFillfactor(setting: string | undefined): number | undefined {
 
 /** The outbox table of a PostgreSQL schema, seeded with `generate_series`. */
 export class PostgresBacklog implements OutboxBacklog {
-  readonly wakesDispatchers = true;
+  readonly wakeup = 'NOTIFY';
   /** The database clock just before the last seed's COMMIT (timestamptz as text). */
   private seededAt = '';
 

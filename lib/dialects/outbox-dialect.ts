@@ -86,6 +86,18 @@ export interface OutboxDialect extends StateTable {
   claimableByTransport(target: SqlTarget): Promise<Record<string, number>>;
   /** Signals other instances, inside the publishing transaction, that rows are waiting. */
   notifyPublished?(manager: EntityManager, channel: string): Promise<void>;
-  /** Calls `onSignal` when another instance signals; resolves to a function that stops listening. */
-  listen?(dataSource: DataSource, channel: string, onSignal: () => void, onError: (error: Error) => void): Promise<() => Promise<void>>;
+  /**
+   * Calls `onSignal` when another instance signals (or, where the database has no signal, when
+   * a look every `signal.probeIntervalMs` finds newly committed rows); resolves to a function that
+   * stops listening.
+   */
+  listen?(dataSource: DataSource, signal: WakeupSignal, onSignal: () => void, onError: (error: Error) => void): Promise<() => Promise<void>>;
+}
+
+/** Where other instances' wake-ups come from: a NOTIFY channel, or a periodic look where there is none. */
+export interface WakeupSignal {
+  /** The NOTIFY channel (PostgreSQL). */
+  channel: string;
+  /** How often an instance looks for rows other instances committed (MySQL and MariaDB, which have no NOTIFY). */
+  probeIntervalMs: number;
 }

@@ -173,9 +173,22 @@ export class OutboxModuleOptions {
   @Min(50)
   leaseRenewIntervalMs?: number = undefined;
 
-  /** Send a cross-instance wake-up (PostgreSQL NOTIFY) from publishing transactions. */
+  /**
+   * Wake dispatchers for rows other instances commit: PostgreSQL NOTIFY from publishing
+   * transactions; on MySQL and MariaDB, which have no NOTIFY, a look every `wakeupProbeIntervalMs`.
+   * Off: other instances' rows wait for the next poll.
+   */
   @IsBoolean()
   notifyEnabled = true;
+
+  /**
+   * MySQL and MariaDB: how often each process looks for rows other processes committed (one
+   * index-only query per look, `1000 / wakeupProbeIntervalMs` queries/s when idle), so that they are
+   * claimed within about this long instead of at the next poll. Unused on PostgreSQL (NOTIFY).
+   */
+  @IsInt()
+  @Min(10)
+  wakeupProbeIntervalMs = 50;
 
   /** At most one wake-up notification per this interval per process: notifying commits serialise. */
   @IsInt()

@@ -24,7 +24,9 @@ export type WakeupListener = (transports?: ReadonlySet<string>) => void;
  * Tells dispatchers that rows are waiting, as cheaply as the write path allows:
  * in-process right after the publishing transaction commits (a TypeORM transaction subscriber),
  * and to other instances by a database signal sent at most once per `notifyMinIntervalMs` per
- * process, because notifying commits are serialised by PostgreSQL. Polling stays the backstop.
+ * process, because notifying commits are serialised by PostgreSQL; MySQL and MariaDB, which have
+ * no NOTIFY, look for other instances' rows every `wakeupProbeIntervalMs` instead, at no cost to
+ * the write path. Polling stays the backstop.
  */
 @Injectable()
 export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicationShutdown {
@@ -38,7 +40,7 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
 
   constructor(
     @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
-    /** LISTEN holds a connection for the life of the process: the worker pool's, where it has one. */
+    /** LISTEN holds a connection for the life of the process (and the MySQL look takes one at a time): the worker pool's, where it has one. */
     @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly listenDataSource: DataSource,
     @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
@@ -87,7 +89,7 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
     try {
       const stop = await listen(
         this.listenDataSource,
-        this.options.notifyChannel,
+        { channel: this.options.notifyChannel, probeIntervalMs: this.options.wakeupProbeIntervalMs },
         () => this.wake(),
         (error) => this.listenLost(error),
       );

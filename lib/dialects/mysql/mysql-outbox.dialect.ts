@@ -6,7 +6,8 @@ import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
 import { compareIds } from '../compare-ids';
 import { outboxIndexNames } from '../index-names';
-import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
+import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState, WakeupSignal } from '../outbox-dialect';
+import { MysqlPendingWatch } from './mysql-pending-watch';
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
@@ -18,8 +19,8 @@ const { PENDING, ABANDONED } = MessageStatus;
 
 /**
  * MySQL/MariaDB outbox: claims through the server's claim strategy, inserts that are no-ops for
- * duplicates. No NOTIFY: other instances find new rows by polling. Settles come from the shared
- * state table.
+ * duplicates. No NOTIFY: other instances' rows are found by a cheap periodic look
+ * (`MysqlPendingWatch`), with polling as the backstop. Settles come from the shared state table.
  */
 export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect {
   /** Stats per transport: each transport's lane is watched on its own. */
@@ -96,6 +97,12 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
 
   async claimableByTransport(target: SqlTarget): Promise<Record<string, number>> {
     return toCountsByTransport((await execute(target, claimableByTransportSql(this.table))).records);
+  }
+
+  /** No NOTIFY here: a look at the newest PENDING ids every `probeIntervalMs` (`MysqlPendingWatch`). */
+  async listen(dataSource: DataSource, signal: WakeupSignal, onSignal: () => void, onError: (error: Error) => void): Promise<() => Promise<void>> {
+    const watch = await MysqlPendingWatch.start(dataSource, this.table, outboxIndexNames(this.indexed.name).lane, signal.probeIntervalMs, onSignal, onError);
+    return () => watch.stop();
   }
 }
 

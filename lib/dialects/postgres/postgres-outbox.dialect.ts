@@ -3,7 +3,7 @@ import { DEFAULT_TRANSPORT_NAME } from '../../options/transport-lanes';
 import type { PostgresDriver } from 'typeorm/driver/postgres/PostgresDriver';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
-import { ClaimedMessage, InsertClaim, InsertedClaimedRow, OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../outbox-dialect';
+import { ClaimedMessage, InsertClaim, InsertedClaimedRow, OutboxDialect, OutboxMessageQuery, OutboxMessageState, WakeupSignal } from '../outbox-dialect';
 import { compareIds } from '../compare-ids';
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { ABANDONABLE_SQL, CLAIMABLE_SQL, orderingRule } from '../status-sql';
@@ -135,7 +135,7 @@ export class PostgresOutboxDialect extends PostgresStateTable implements OutboxD
     await execute(manager, `SELECT pg_notify($1, '')`, [channel]);
   }
 
-  async listen(dataSource: DataSource, channel: string, onSignal: () => void, onError: (error: Error) => void): Promise<() => Promise<void>> {
+  async listen(dataSource: DataSource, { channel }: WakeupSignal, onSignal: () => void, onError: (error: Error) => void): Promise<() => Promise<void>> {
     // A dedicated pooled connection: LISTEN belongs to a session, so it must not be shared.
     const driver = dataSource.driver as PostgresDriver;
     const [client, release] = (await driver.obtainMasterConnection()) as [PgClient, (error?: unknown) => void];

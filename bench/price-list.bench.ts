@@ -1,0 +1,195 @@
+import { ChildApp } from '../test/support/child-app';
+import { TestDatabase, testDatabase } from '../test/support/database';
+import { benchDatabases, databaseLabel } from './support/bench-databases';
+import { BenchQueue } from './support/broker';
+import { LeanDestination, LeanRelay, LeanRelayCosts } from './support/lean-relay';
+import { openOutboxBacklog } from './support/outbox-backlog';
+import { CpuMeter, SERVER_COMMANDS } from './support/process-cpu';
+
+const NAMESPACE = 'bench_price_list';
+const LIBRARY_NAMESPACE = 'bench_price_list_library';
+const DESTINATION: LeanDestination = { exchange: 'bench_price_list', queue: 'bench_price_list' };
+/** Rows of each drain: modest, so that the whole list runs in minutes. */
+const MESSAGES = Number(process.env.BENCH_PRICE_LIST_MESSAGES ?? 20_000);
+/** A drain of this many rows before each measured one, unrecorded: JIT, caches and pools warmed alike for every row. */
+const WARM_UP = Math.max(1, Math.round(MESSAGES / 10));
+/** Drains of each row; the median is shown. */
+const RUNS = Number(process.env.BENCH_PRICE_LIST_RUNS ?? 1);
+const DRAIN_TIMEOUT_MS = 120_000;
+
+/** The same broker work as the library's: a topic exchange, `mandatory`. */
+const SAME_BROKER_WORK: LeanRelayCosts = { topic: true, mandatory: true };
+
+/** Each row: the lean relay with one of the library's costs added (or the library itself). */
+const ROWS: { name: string; costs?: LeanRelayCosts }[] = [
+  { name: 'lean relay (default exchange → durable queue, batch 250, window 2,000)', costs: {} },
+  { name: '+ topic exchange', costs: { topic: true } },
+  { name: '+ mandatory', costs: { mandatory: true } },
+  { name: "+ the library's headers (type, contentType, attempt, published-at)", costs: { headers: true } },
+  { name: '+ unique message-id index', costs: { messageIdIndex: true } },
+  { name: '+ unique (bizKey, type) index, every row with a bizKey', costs: { bizKeyIndex: true } },
+  { name: '+ lane index (transport leads the claim index)', costs: { laneIndex: true } },
+  { name: '+ claim token (claim writes it, settle checks it)', costs: { claimToken: true } },
+  { name: '+ the extra columns (and claim/settle times)', costs: { extraColumns: true } },
+  { name: 'batch 500, window 2,000 (4 loops, the library default)', costs: { batch: 500 } },
+  { name: 'batch 100, window 2,000', costs: { batch: 100 } },
+  { name: 'batch 250, window 1,000', costs: { window: 1_000 } },
+  { name: 'lean + topic + mandatory (the same broker work as the library)', costs: SAME_BROKER_WORK },
+  {
+    name: 'lean + all of the above (batch 500 × 4)',
+    costs: { ...SAME_BROKER_WORK, headers: true, messageIdIndex: true, bizKeyIndex: true, laneIndex: true, claimToken: true, extraColumns: true, batch: 500 },
+  },
+  { name: 'library, defaults (1 dispatcher process)' },
+];
+
+export interface PriceRow {
+  database: string;
+  variant: string;
+  messagesPerSecond: string;
+  /** Against the lean relay's first row in the same run. */
+  ofLean: string;
+  /** CPU µs per message: the sending process, the database server, the broker (from /proc). */
+  cpuPerMessage: string;
+}
+
+interface Measured {
+  rate: number;
+  sender?: number;
+  database?: number;
+  broker?: number;
+}
+
+/**
+ * The price list: a lean relay (`support/lean-relay.ts`), then the same relay with one of the
+ * library's costs at a time, then the library itself on the same backlog, each a drain of
+ * `MESSAGES` rows of ~1 KB to one durable queue, on PostgreSQL and MariaDB. msg/s from the
+ * backlog's COMMIT until the last row is settled, and each side's CPU per message.
+ */
+export async function benchPriceList(): Promise<PriceRow[]> {
+  const queue = await BenchQueue.declare(DESTINATION.exchange, DESTINATION.queue);
+  const rows: PriceRow[] = [];
+  try {
+    for (const kind of benchDatabases()) {
+      const database = testDatabase(NAMESPACE, kind);
+      await database.reset();
+      const meters = {
+        database: CpuMeter.ofCommand(SERVER_COMMANDS[kind as keyof typeof SERVER_COMMANDS]),
+        broker: CpuMeter.ofCommand(SERVER_COMMANDS.rabbitmq),
+      };
+      const measured: { name: string; result: Measured }[] = [];
+      for (const row of ROWS) {
+        const results: Measured[] = [];
+        for (let run = 0; run < RUNS; run++) {
+          results.push(
+            row.costs ? await leanDrain(database, row.costs, queue, meters) : await libraryDrain(testDatabase(LIBRARY_NAMESPACE, kind), queue, meters),
+          );
+        }
+        measured.push({ name: row.name, result: median(results) });
+        console.log(`price-list ${kind}: ${row.name}: ${Math.round(median(results).rate)} msg/s`);
+      }
+      const lean = measured[0].result.rate;
+      const sameBrokerWork = measured.find((m) => m.name.startsWith('lean + topic + mandatory'))!.result;
+      for (const { name, result } of measured) {
+        rows.push({
+          database: databaseLabel(kind),
+          variant: name,
+          messagesPerSecond: Math.round(result.rate).toLocaleString('en-US'),
+          ofLean: (result.rate / lean).toFixed(2),
+          cpuPerMessage: `${micros(result.sender)} / ${micros(result.database)} / ${micros(result.broker)} µs`,
+        });
+      }
+      const library = measured[measured.length - 1].result;
+      rows.push({
+        database: databaseLabel(kind),
+        variant: '**library ÷ lean with the same broker work**',
+        messagesPerSecond: (library.rate / sameBrokerWork.rate).toFixed(2),
+        ofLean: '–',
+        cpuPerMessage: `database CPU ${ratio(library.database, sameBrokerWork.database)}×, sender ${ratio(library.sender, sameBrokerWork.sender)}×, broker ${ratio(library.broker, sameBrokerWork.broker)}×`,
+      });
+    }
+  } finally {
+    await queue.close();
+  }
+  return rows;
+}
+
+type Meters = { database: CpuMeter; broker: CpuMeter };
+
+async function leanDrain(database: TestDatabase, costs: LeanRelayCosts, queue: BenchQueue, meters: Meters): Promise<Measured> {
+  const relay = await LeanRelay.start(database, costs, DESTINATION);
+  try {
+    await relay.seed(WARM_UP);
+    while (relay.done < WARM_UP) await new Promise((resolve) => setTimeout(resolve, 5));
+    await queue.purge();
+    const before = process.cpuUsage();
+    const started = await relay.seed(MESSAGES);
+    const [databaseUsed, brokerUsed] = [meters.database.start(), meters.broker.start()];
+    const deadline = started + DRAIN_TIMEOUT_MS;
+    while (relay.done < MESSAGES) {
+      if (performance.now() > deadline) throw new Error(`lean relay: ${relay.done} of ${MESSAGES} settled within ${DRAIN_TIMEOUT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const elapsed = (performance.now() - started) / 1000;
+    const own = process.cpuUsage(before);
+    const measured = perMessage(MESSAGES / elapsed, own.user + own.system, databaseUsed(), brokerUsed());
+    const left = await relay.unfinished();
+    if (left !== 0) throw new Error(`lean relay: ${left} rows not DONE`);
+    const queued = await queue.messageCount();
+    if (queued < MESSAGES) throw new Error(`lean relay: expected ${MESSAGES} messages on ${DESTINATION.queue}, found ${queued}`);
+    return measured;
+  } finally {
+    await relay.stop();
+  }
+}
+
+async function libraryDrain(database: TestDatabase, queue: BenchQueue, meters: Meters): Promise<Measured> {
+  await database.reset();
+  const backlog = await openOutboxBacklog(database, 'bench-price-list');
+  const child = await ChildApp.start('bench-price-list-1', { database, outbox: {} });
+  try {
+    await backlog.seed(DESTINATION.exchange, WARM_UP);
+    while (await backlog.busy()) await new Promise((resolve) => setTimeout(resolve, 20));
+    await backlog.clear();
+    await queue.purge();
+    const senderUsed = CpuMeter.ofPids([child.pid]).start();
+    const started = await backlog.seed(DESTINATION.exchange, MESSAGES);
+    const [databaseUsed, brokerUsed] = [meters.database.start(), meters.broker.start()];
+    const deadline = started + DRAIN_TIMEOUT_MS;
+    while (await backlog.busy()) {
+      if (performance.now() > deadline) throw new Error(`library: backlog not drained within ${DRAIN_TIMEOUT_MS} ms${child.diagnostics()}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const elapsed = (performance.now() - started) / 1000;
+    const measured = perMessage(MESSAGES / elapsed, senderUsed(), databaseUsed(), brokerUsed());
+    const outcome = await backlog.outcome();
+    if (outcome.done !== MESSAGES) throw new Error(`library: expected ${MESSAGES} DONE rows, found ${outcome.done}`);
+    return measured;
+  } finally {
+    await child.stop().catch(() => child.kill('SIGKILL'));
+    await backlog.clear().catch(() => undefined);
+    await backlog.close();
+  }
+}
+
+function perMessage(rate: number, sender: number | undefined, database: number | undefined, broker: number | undefined): Measured {
+  const each = (us: number | undefined) => (us === undefined ? undefined : us / MESSAGES);
+  return { rate, sender: each(sender), database: each(database), broker: each(broker) };
+}
+
+/** The run with the median rate. */
+function median(results: Measured[]): Measured {
+  return [...results].sort((a, b) => a.rate - b.rate)[Math.floor(results.length / 2)];
+}
+
+/**
+ * A server's CPU is summed over its processes as /proc lists them at each end of a drain: one
+ * that started or ended in between (another client's backend, a broker helper) makes the figure
+ * meaningless, at worst negative; it is shown as unknown.
+ */
+function micros(value: number | undefined): string {
+  return value === undefined || value < 0 ? '–' : String(Math.round(value));
+}
+
+function ratio(a: number | undefined, b: number | undefined): string {
+  return a === undefined || b === undefined || a < 0 || b <= 0 ? '–' : (a / b).toFixed(2);
+}
