@@ -31,7 +31,7 @@ const LAG_MS = Number(process.env.SOAK_LAG_MS ?? 2_000);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 3_000);
 const LEASE_MS = 30_000;
 const AWAIT_STANDBY = { standbys: ['standby1'], timeoutMs: 2_000 };
-const SCHEMA = 'pg_failover_soak';
+const SCHEMA = 'soak_pg_failover';
 const TYPE = 'soak.order';
 
 interface FailoverRun {

@@ -18,8 +18,8 @@ import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../s
  */
 const unavailable = pgPairUnavailable();
 const PREFIX = process.env.TEST_NAMESPACE_PREFIX ?? '';
-const PLAIN = { schema: 'pg_failover_plain', exchange: `${PREFIX}it.pg-failover.plain`, type: 'failover.plain' };
-const GUARDED = { schema: 'pg_failover_guarded', exchange: `${PREFIX}it.pg-failover.guarded`, type: 'failover.guarded' };
+const PLAIN = { schema: 'it_pg_failover_plain', exchange: `${PREFIX}it.pg-failover.plain`, type: 'failover.plain' };
+const GUARDED = { schema: 'it_pg_failover_guarded', exchange: `${PREFIX}it.pg-failover.guarded`, type: 'failover.guarded' };
 const AWAIT_STANDBY = { standbys: ['standby1'], timeoutMs: 1_000 };
 
 /** A deferred inbox consumer in the guarded process: its handler must not run for a delivery the standby lacks. */
