@@ -1,6 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import {
-  AfterQueryEvent,
   DataSource,
   EntityManager,
   EntitySubscriberInterface,
@@ -12,6 +11,9 @@ import {
 import { OutboxTransactionRolledBackError, ServerTransactionEnding } from '../errors';
 import { DATABASE_DIALECT, OUTBOX_DATA_SOURCE } from '../outbox.constants';
 import { DatabaseDialect } from './database-dialect';
+
+/** The event of a subscriber's `afterQuery`, taken from the interface: TypeORM 0.3's `AfterQueryEvent` takes a type argument, 1.x's none. */
+type AfterQueryEvent = Parameters<NonNullable<EntitySubscriberInterface['afterQuery']>>[0];
 
 /**
  * Remembers the transactions that the database server ended by itself while TypeORM still holds

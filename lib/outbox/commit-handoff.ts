@@ -17,10 +17,7 @@ import { leaseTimings } from '../options/claim-lease';
 import { describeError } from '../retry/error-classifier';
 import { holdsTransactionControl } from './transaction-control-sql';
 
-/**
- * The event of a subscriber's `afterQuery`, taken from the interface: TypeORM 0.3.20 does not
- * export `AfterQueryEvent` from its root (later 0.3 releases and 1.x do).
- */
+/** The event of a subscriber's `afterQuery`, taken from the interface: TypeORM 0.3's `AfterQueryEvent` takes a type argument, 1.x's none. */
 type AfterQueryEvent = Parameters<NonNullable<EntitySubscriberInterface['afterQuery']>>[0];
 
 /** A dispatch lane that takes messages from this process's commits (see `DispatchLane`). */
