@@ -108,7 +108,9 @@ export async function runClusterTraffic(cluster: RabbitMqCluster, database: Test
   };
 
   try {
-    await Promise.all(Array.from({ length: plan.instances }, startInstance));
+    // One after another: the first creates the tables; instances that start together on a new
+    // schema would race to create them.
+    for (let i = 0; i < plan.instances; i++) await startInstance();
     await waitUntil(async () => (await countEffects(database)) > 0, 'the first message is handled', 2 * STARTUP_TIMEOUT_MS);
     await calm(plan.calmSeconds);
 
