@@ -1,6 +1,6 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { OutboxDispatcher } from '../lib';
-import { OUTBOX_TRANSPORT } from '../lib/outbox.constants';
+import { OUTBOX_TRANSPORT } from '../lib/naming/injection-tokens';
 import { CapturingOutboxTransport } from '../lib/testing';
 import { Client } from 'pg';
 import { freshSchema } from '../test/support/database';

@@ -1,4 +1,4 @@
-export { OutboxModule } from './outbox.module';
+export { OutboxModule } from './module/outbox.module';
 export type { OutboxModuleStaticOptions } from './options/outbox-module-static-options';
 export {
   getInboxWorkerToken,
@@ -9,9 +9,9 @@ export {
   getOutboxTransportToken,
   getRetentionToken,
   getStuckDetectorToken,
-} from './naming/outbox-tokens';
-export type { OutboxToken } from './naming/outbox-tokens';
-export { InjectOutbox, InjectOutboxAdmin } from './naming/inject-outbox.decorator';
+} from './module/outbox-tokens';
+export type { OutboxToken } from './naming/outbox-name';
+export { InjectOutbox, InjectOutboxAdmin } from './module/inject-outbox.decorator';
 export { DEFAULT_OUTBOX_NAME } from './naming/outbox-name';
 export { OutboxModuleOptions } from './options/outbox-module-options';
 export type { OutboxModuleOptionsInput, RetentionMode } from './options/outbox-module-options';
@@ -24,7 +24,7 @@ export { StuckDetector } from './maintenance/stuck-detector';
 export type { StuckCheckReport } from './maintenance/stuck-detector';
 export { MessageStatus } from './message/message-status';
 export type { OutboxMessage, OutboxWriteOptions, PublishResult } from './message/outbox-message';
-export type { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from './transport/outbox-transport';
+export type { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from './message/outbox-transport';
 export type { OutboxTransports, TransportLane } from './transport/outbox-transports';
 export type { OutboxLaneOptions, OutboxTransportEntry } from './options/transport-lanes';
 export { ATTEMPT_HEADER, deliveryHeaders, PUBLISHED_AT_HEADER } from './transport/delivery-headers';
@@ -35,17 +35,17 @@ export type { ClientProxyOutboxTransportOptions } from './transport/client-proxy
 export type { OutboxEnvelope } from './transport/client-proxy/outbox-envelope';
 export type { EventClient } from './transport/client-proxy/event-client';
 export type { HttpEndpoint, HttpOutboxTransportOptions } from './transport/http/http-endpoint';
-export { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS, OUTBOX_OPTIONS } from './outbox.constants';
+export { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS, OUTBOX_OPTIONS } from './naming/injection-tokens';
 export {
   createInboxTableMigration,
   createOutboxTableMigration,
   createOutboxTableV2Migration,
   createOutboxTableV3Migration,
   OUTBOX_MIGRATIONS,
-} from './migrations/table-migrations';
-export type { MigrationClass } from './migrations/table-migrations';
-export { createArchiveTablesMigration } from './migrations/archive-tables-migration';
-export type { ArchiveTablesMigrationOptions } from './migrations/archive-tables-migration';
+} from './schema/table-migrations';
+export type { MigrationClass } from './schema/table-migrations';
+export { createArchiveTablesMigration } from './schema/archive-tables-migration';
+export type { ArchiveTablesMigrationOptions } from './schema/archive-tables-migration';
 export { OutboxAdmin } from './admin/outbox-admin.service';
 export type { InboxStats, OutboxActivity, OutboxStats, OutboxTableStats, TableStats } from './admin/outbox-stats';
 export type { MessageChange, MessageDetail, ParkedKey, RecentActivity } from './engine/state-table';
@@ -57,7 +57,7 @@ export { InboxWorker } from './inbox/inbox.worker';
 export { WebhookInbox } from './webhooks/webhook-inbox.decorator';
 export type { WebhookInboxOptions, WebhookMessageIdSource } from './webhooks/webhook-inbox-options';
 export type { WebhookRequest } from './webhooks/webhook-request';
-export { signWebhook, verifyWebhook } from './webhooks/standard-webhooks';
+export { signWebhook, verifyWebhook } from './transport/http/standard-webhooks';
 export type {
   SignWebhookInput,
   VerifyWebhookInput,
@@ -66,7 +66,7 @@ export type {
   WebhookSecrets,
   WebhookBody,
   WebhookHeaders,
-} from './webhooks/standard-webhooks';
+} from './transport/http/standard-webhooks';
 export { StandardWebhooksGuard, VERIFIED_WEBHOOK } from './webhooks/standard-webhooks.guard';
 export type { StandardWebhooksGuardOptions, VerifiedWebhook } from './webhooks/standard-webhooks.guard';
 export { Retention } from './maintenance/retention';

@@ -8,7 +8,7 @@ import { OutboxError } from '../errors';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
 import { unstorableReason } from '../inbox/storable-text';
 import { columnText, shortStringText } from '../message/message-text';
-import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_DIALECT } from '../naming/injection-tokens';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
 import { OUTBOX_EVENTS } from '../observability/outbox-events';
 import { inboxStats, OutboxActivity, OutboxStats, outboxStats } from './outbox-stats';

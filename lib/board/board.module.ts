@@ -1,5 +1,5 @@
 import { Controller, DynamicModule, Inject, Logger, Module, OnModuleInit, UseGuards } from '@nestjs/common';
-import { getOutboxAdminToken } from '../naming/outbox-tokens';
+import { getOutboxAdminToken } from '../module/outbox-tokens';
 import { OutboxBoardOptions, OutboxBoardOptionsInput, validateBoardOptions } from './board-options';
 import { BOARD_ADMIN, BOARD_OPTIONS } from './board.constants';
 import { BoardController } from './board.controller';

@@ -1,5 +1,5 @@
 import { parseArgs, ParseArgsConfig } from 'node:util';
-import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, TableNames, tableNameProblem, tableNamesClash } from '../options/table-names';
+import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, TableNames, tableNameProblem, tableNamesClash } from '../naming/table-names';
 import { CliCommand, OptionValues } from './cli-command';
 import { CliUsageError } from './cli-usage.error';
 

@@ -3,7 +3,7 @@ import { DatabaseDialect } from '../dialects/database-dialect';
 import { InboxDialect } from '../dialects/inbox-dialect';
 import { OutboxDialect } from '../dialects/outbox-dialect';
 import { qualifiedTable, resolveDialect } from '../dialects/resolve-dialect';
-import { TableNames } from '../options/table-names';
+import { TableNames } from '../naming/table-names';
 import { dataSourceFileOption, tableNamesOption } from './cli-arguments';
 import { OptionValues } from './cli-command';
 import { CliUsageError } from './cli-usage.error';

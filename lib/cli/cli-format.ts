@@ -1,4 +1,4 @@
-import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, TableNames } from '../options/table-names';
+import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, TableNames } from '../naming/table-names';
 import { CliOutput } from './cli-command';
 
 /** A command's result as the one JSON document of stdout (dates as ISO text). */

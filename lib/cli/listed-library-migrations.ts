@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { TableKind } from '../dialects/index-names';
+import { TableKind } from '../naming/index-names';
 
 /** How `createOutboxTableMigration` and `createInboxTableMigration` name their migrations: label, table, timestamp. */
 const CREATING_LABEL: Record<TableKind, string> = { outbox: 'CreateOutboxTable', inbox: 'CreateInboxTable' };

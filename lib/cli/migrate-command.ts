@@ -1,5 +1,5 @@
 import { qualifiedTable } from '../dialects/resolve-dialect';
-import { tableDdl } from '../migrations/table-migrations';
+import { tableDdl } from '../schema/table-migrations';
 import { LATEST_OUTBOX_VERSION, upgradeOutboxTable, withQueryRunner } from '../schema/outbox-schema-version';
 import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
 import { assertTableNamesFit } from '../schema/table-name-limits';

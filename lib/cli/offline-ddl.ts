@@ -3,7 +3,7 @@ import { MysqlDialect } from '../dialects/mysql/mysql.dialect';
 import { describeMysqlServer } from '../dialects/mysql/mysql-server';
 import { PostgresDialect } from '../dialects/postgres/postgres.dialect';
 import { sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl, sqliteOutboxV3Ddl } from '../dialects/sqlite/sqlite-schema';
-import { tableNameProblem } from '../options/table-names';
+import { tableNameProblem } from '../naming/table-names';
 import { CliUsageError } from './cli-usage.error';
 
 /** The databases `sql --dialect` writes for. */

@@ -1,7 +1,7 @@
 import { TableDdl } from '../dialects/database-dialect';
 import { MysqlDialect } from '../dialects/mysql/mysql.dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
-import { TableNames } from '../options/table-names';
+import { TableNames } from '../naming/table-names';
 import { assertTableNamesFit } from '../schema/table-name-limits';
 import { COMMON_OPTIONS_HELP, dataSourceFileOption, integerOption, stringOption, tableNamesOption } from './cli-arguments';
 import { CliCommand, ExitCode, OptionValues } from './cli-command';

@@ -1,4 +1,4 @@
-import { TableKind } from '../dialects/index-names';
+import { TableKind } from '../naming/index-names';
 import { isOutboxV1, isOutboxV3Pending, LATEST_OUTBOX_VERSION, tableColumns, withQueryRunner } from '../schema/outbox-schema-version';
 import { TABLE_COLUMNS } from '../schema/table-columns';
 import { CliConnection } from './cli-connection';

@@ -2,7 +2,7 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import type { StandbyGate } from '../engine/standby-gate';
 import type { ResolvedAwaitStandby } from '../options/await-standby';
 import { InboxDialect } from './inbox-dialect';
-import { TableKind } from './index-names';
+import { TableKind } from '../naming/index-names';
 import { OutboxDialect } from './outbox-dialect';
 
 /** A table's DDL request: its plain name (for index names) and its quoted, qualified name. */

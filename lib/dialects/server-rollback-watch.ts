@@ -9,7 +9,7 @@ import {
   TransactionStartEvent,
 } from 'typeorm';
 import { OutboxTransactionRolledBackError, ServerTransactionEnding } from '../errors';
-import { DATABASE_DIALECT, OUTBOX_DATA_SOURCE } from '../outbox.constants';
+import { DATABASE_DIALECT, OUTBOX_DATA_SOURCE } from '../naming/injection-tokens';
 import { DatabaseDialect } from './database-dialect';
 
 /** The event of a subscriber's `afterQuery`, taken from the interface: TypeORM 0.3's `AfterQueryEvent` takes a type argument, 1.x's none. */

@@ -3,7 +3,7 @@ import type { LaneSpec } from '../options/transport-lanes';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from './database-dialect';
 import { OutboxError } from '../errors';
-import { OUTBOX_DATA_SOURCE, OUTBOX_WORKER_DATA_SOURCE } from '../outbox.constants';
+import { OUTBOX_DATA_SOURCE, OUTBOX_WORKER_DATA_SOURCE } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 
 /**

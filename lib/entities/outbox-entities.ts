@@ -1,5 +1,5 @@
 import { EntitySchema } from 'typeorm';
-import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../options/table-names';
+import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../naming/table-names';
 import { inboxMessageEntity } from './inbox-message.entity';
 import { InboxMessageRecord, OutboxMessageRecord } from './message-records';
 import { outboxMessageEntity } from './outbox-message.entity';

@@ -1,5 +1,5 @@
 import { EntitySchema } from 'typeorm';
-import { assertTableName, DEFAULT_OUTBOX_TABLE } from '../options/table-names';
+import { assertTableName, DEFAULT_OUTBOX_TABLE } from '../naming/table-names';
 import { OutboxMessageRecord } from './message-records';
 import { MESSAGE_COLUMNS, STATE_COLUMNS, textColumn } from './record-columns';
 import { readModelOf } from './read-model';

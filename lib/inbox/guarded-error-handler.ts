@@ -2,7 +2,7 @@ import type { MessageErrorHandler } from '@golevelup/nestjs-rabbitmq';
 import type { LoggerService } from '@nestjs/common';
 import type { ConsumeMessage } from 'amqplib';
 import { describeError } from '../retry/error-classifier';
-import { printable } from './printable';
+import { printable } from '../message/printable';
 
 /**
  * Whether amqplib refused an operation because its channel (or the channel's connection) is

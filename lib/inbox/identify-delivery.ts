@@ -6,7 +6,7 @@ import { bizKeyMessageId } from './bizkey-message-id';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { MalformedBody } from './malformed-body';
 import { describeError } from '../retry/error-classifier';
-import { printable } from './printable';
+import { printable } from '../message/printable';
 import { storableText, unstorableReason } from './storable-text';
 
 const KEY_MAX = 255;

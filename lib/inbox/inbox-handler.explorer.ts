@@ -6,7 +6,7 @@ import { ExternalContextCreator } from '@nestjs/core/helpers/external-context-cr
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import type { ConsumeMessage } from 'amqplib';
 import { OutboxError } from '../errors';
-import { OUTBOX_OPTIONS } from '../outbox.constants';
+import { OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { decoratedMethods } from './decorated-methods';
 import { golevelup } from '../transport/amqp/golevelup';

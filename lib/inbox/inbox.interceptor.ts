@@ -9,7 +9,7 @@ import { takeReplay } from './deferred-replay';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { InboxService } from './inbox.service';
 import { outboxServiceOf } from '../naming/outbox-service-of';
-import { getInboxServiceToken } from '../naming/outbox-tokens';
+import { getInboxServiceToken } from './inbox.service';
 
 /**
  * Applied by `@InboxHandler()`. golevelup calls handlers through Nest's context creator, so the

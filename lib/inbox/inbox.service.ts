@@ -7,7 +7,7 @@ import { InboxDialect, InboxRow } from '../dialects/inbox-dialect';
 import { ServerRollbackWatch } from '../dialects/server-rollback-watch';
 import { OutboxError } from '../errors';
 import { MessageStatus } from '../message/message-status';
-import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
 import { classifyFailure, describeError } from '../retry/error-classifier';
@@ -20,13 +20,14 @@ import { STARTED_NOTES } from './inbox.messages';
 import { InboxWakeup } from './inbox-wakeup';
 import { errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, runInSpan, startSpanFrom, TracedOperation } from '../observability/outbox-tracing';
-import { printable } from './printable';
+import { printable } from '../message/printable';
 import { RecordingFallback } from './recording-fallback';
 import { isRedelivery } from './redelivery';
 import { allConnections } from './subscription-settings';
 import { deliveryKey } from './unrecordable-delivery';
 import { OUTBOX_TRANSACTION_HOST } from '../naming/outbox-transaction-host';
 import { OutboxIdentity } from '../naming/outbox-identity';
+import { outboxToken, type OutboxToken } from '../naming/outbox-name';
 
 /** Longest a failed delivery is held before it goes back to the broker (transactional mode). */
 const MAX_REDELIVERY_DELAY_MS = 5_000;
@@ -269,4 +270,9 @@ export class InboxService implements OnApplicationBootstrap, BeforeApplicationSh
     }
     return this.transactionHost;
   }
+}
+
+/** Token of the outbox `name`'s `InboxService` (the class itself for the default outbox). */
+export function getInboxServiceToken(name?: string): OutboxToken<InboxService> {
+  return outboxToken(InboxService, 'InboxService', name);
 }

@@ -9,7 +9,7 @@ import { persistently } from '../engine/persistently';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';
 import { judgedPipeRejection } from './pipe-rejection';
 import { MessageStatus } from '../message/message-status';
-import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_STANDBY_GATE } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_STANDBY_GATE } from '../naming/injection-tokens';
 import { passStandbyGate, StandbyGate } from '../engine/standby-gate';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { leaseTimings } from '../options/claim-lease';
@@ -18,7 +18,7 @@ import { InboxConsumers } from './inbox-consumers';
 import { InboxWakeup } from './inbox-wakeup';
 import { errorType, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, runInSpan, startSpanFrom } from '../observability/outbox-tracing';
-import { printable } from './printable';
+import { printable } from '../message/printable';
 import { OUTBOX_TRANSACTION_HOST } from '../naming/outbox-transaction-host';
 import { OutboxIdentity } from '../naming/outbox-identity';
 

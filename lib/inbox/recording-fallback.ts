@@ -7,7 +7,7 @@ import { InboxDialect, InboxRow } from '../dialects/inbox-dialect';
 import { describeError } from '../retry/error-classifier';
 import { DeliveryHolds } from './delivery-holds';
 import { nack } from '../transport/amqp/golevelup';
-import { printable } from './printable';
+import { printable } from '../message/printable';
 import { RecordingFailures } from './recording-failures';
 import { deliveryKey, describeDelivery, reducedForms } from './unrecordable-delivery';
 

@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import { createHash, randomUUID } from 'node:crypto';
 import { InboxRow } from '../dialects/inbox-dialect';
-import { printable } from './printable';
+import { printable } from '../message/printable';
 
 const KEY_MAX = 255;
 

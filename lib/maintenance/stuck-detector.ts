@@ -7,7 +7,7 @@ import { OutboxDialect } from '../dialects/outbox-dialect';
 import { StateTable } from '../engine/state-table';
 import { expiredClaimError } from './expired-claim-error';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
-import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { INBOX_DIALECT, OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxWakeup } from '../outbox/outbox-wakeup';
 import { failedSettlement, failurePolicyFrom, FailurePolicy } from '../engine/settlement';

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { OutboxMessageInvalidError } from '../errors';
-import type { OutboxModuleOptions } from '../options/outbox-module-options';
 import { encodedHeadersSize } from './amqp-header-table';
 import { MAX_ATTEMPTS_LIMIT } from './message-limits';
 import { columnText, refuseLineBreaks, shortStringText } from './message-text';
@@ -29,7 +28,12 @@ export interface NewOutboxRow {
 export const MAX_DELAY_MS = 365 * 24 * 3_600_000;
 
 /** The module options a message is checked against. */
-export type MessageLimits = Pick<OutboxModuleOptions, 'maxAttempts' | 'maxPayloadBytes'>;
+export interface MessageLimits {
+  /** The module's `maxAttempts`. */
+  maxAttempts: number;
+  /** The module's `maxPayloadBytes`. */
+  maxPayloadBytes: number;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NO_HEADERS = '{}';

@@ -1,3 +1,5 @@
+import type { Type } from '@nestjs/common';
+
 /**
  * The name of the unnamed outbox, as `@nestjs/typeorm` names its default DataSource: giving it
  * (`name: 'default'`, `@InboxHandler({ outbox: 'default' })`, `getOutboxServiceToken('default')`)
@@ -24,4 +26,13 @@ export function namedOutbox(name: string | undefined): string | undefined {
 /** How messages speak of an outbox: `the outbox "billing"`, or `the default outbox`. */
 export function describeOutbox(name: string | undefined): string {
   return name === undefined ? 'the default outbox' : `the outbox ${JSON.stringify(name)}`;
+}
+
+/** An injection token of an outbox's service: its class (or symbol) for the default outbox, a string of its own for a named one. */
+export type OutboxToken<T> = Type<T> | symbol | string;
+
+/** The token of what `defaultToken` is in the outbox `name`, as `getDataSourceToken(name)` is in `@nestjs/typeorm`. */
+export function outboxToken<T>(defaultToken: Type<T> | symbol, kind: string, name: string | undefined): OutboxToken<T> {
+  const named = namedOutbox(name);
+  return named === undefined ? defaultToken : `nestjs-outbox:${named}:${kind}`;
 }

@@ -1,7 +1,7 @@
 import type { ModuleRef } from '@nestjs/core';
 import { OutboxError } from '../errors';
 import { describeOutbox } from './outbox-name';
-import type { OutboxToken } from './outbox-tokens';
+import type { OutboxToken } from './outbox-name';
 
 /**
  * The service of the outbox `name` for a decorator's interceptor, which Nest creates in the

@@ -1,7 +1,7 @@
 import { getTransactionHostToken, TransactionHost } from '@nestjs-cls/transactional';
 import type { Provider } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { OUTBOX_DATA_SOURCE } from '../outbox.constants';
+import { OUTBOX_DATA_SOURCE } from './injection-tokens';
 import { OutboxIdentity } from './outbox-identity';
 import { assertTransactionsOnOutboxDataSource } from './transaction-data-source';
 

@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import type { OutboxTransport } from '../transport/outbox-transport';
+import type { OutboxTransport } from '../message/outbox-transport';
 import type { OutboxTransportEntry } from './transport-lanes';
 
 /**

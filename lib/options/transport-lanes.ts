@@ -1,5 +1,6 @@
 import type { Type } from '@nestjs/common';
-import type { OutboxTransport } from '../transport/outbox-transport';
+import type { OutboxTransport } from '../message/outbox-transport';
+import type { OutboxModuleOptions } from './outbox-module-options';
 
 /** The name of the transport when only `transport` (or nothing) is configured, and of rows from before transports had names. */
 export const DEFAULT_TRANSPORT_NAME = 'default';
@@ -132,4 +133,19 @@ function laneSettingProblems(name: string, lane: Record<string, unknown>): strin
     }
   }
   return problems;
+}
+
+/**
+ * What `OutboxModule.forRoot()` asks of a transport class beyond `send`: optionally, what is wrong
+ * with its own settings given the module's options (a timeout longer than `sendTimeoutMs`), so
+ * that a mistake fails where the module is declared.
+ */
+export interface OutboxTransportClass {
+  optionProblems?(options: OutboxModuleOptions): string[];
+}
+
+/** The transport class's problems with the module's options, if it has a check. */
+export function transportOptionProblems(transport: unknown, options: OutboxModuleOptions): string[] {
+  const transportClass = transport as OutboxTransportClass | undefined;
+  return typeof transportClass?.optionProblems === 'function' ? transportClass.optionProblems(options) : [];
 }

@@ -2,7 +2,7 @@ import { OutboxOptionsError } from '../errors';
 import type { OutboxModuleStaticOptions } from './outbox-module-static-options';
 import { laneOptionProblems } from './transport-lanes';
 import { outboxNameProblem } from '../naming/outbox-name';
-import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, tableNameProblem, tableNamesClash, TableNames } from './table-names';
+import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE, tableNameProblem, tableNamesClash, TableNames } from '../naming/table-names';
 
 /**
  * Problems of the options that shape the module (`OutboxModuleStaticOptions`): what can be told

@@ -11,7 +11,7 @@ import {
 } from 'typeorm';
 import { ClaimedMessage, InsertClaim, InsertedClaimedRow } from '../dialects/outbox-dialect';
 import { NewOutboxRow } from '../message/validate-message';
-import { OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../outbox.constants';
+import { OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { leaseTimings } from '../options/claim-lease';
 import { describeError } from '../retry/error-classifier';

@@ -12,10 +12,10 @@ import { MessageStatus } from '../message/message-status';
 import { errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { endSpan, spansMayRecord, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
 import { sendSpanAttributes, sendSpanName } from './send-span';
-import { OutboxTransport } from '../transport/outbox-transport';
+import { OutboxTransport } from '../message/outbox-transport';
 import { OutboxIdentity } from '../naming/outbox-identity';
 import { describeError } from '../retry/error-classifier';
-import { printable } from '../inbox/printable';
+import { printable } from '../message/printable';
 import { HandoffLane } from './commit-handoff';
 
 /** Counters since start-up, for monitoring and tests. */

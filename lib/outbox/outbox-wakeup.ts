@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
 import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import { OutboxDialect } from '../dialects/outbox-dialect';
-import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_WORKER_DATA_SOURCE } from '../outbox.constants';
+import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_WORKER_DATA_SOURCE } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 
 const PUBLISHED = Symbol('nestjs-outbox:published');

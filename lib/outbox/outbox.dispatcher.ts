@@ -5,7 +5,14 @@ import { OutboxDialect } from '../dialects/outbox-dialect';
 import { failurePolicyFrom } from '../engine/settlement';
 import { StandbyGate } from '../engine/standby-gate';
 import { OutboxError } from '../errors';
-import { OUTBOX_WORKER_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS, OUTBOX_STANDBY_GATE, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import {
+  OUTBOX_WORKER_DATA_SOURCE,
+  OUTBOX_DIALECT,
+  OUTBOX_INSTANCE_ID,
+  OUTBOX_OPTIONS,
+  OUTBOX_STANDBY_GATE,
+  OUTBOX_TRANSPORTS,
+} from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { leaseTimings } from '../options/claim-lease';
 import { OutboxTransports } from '../transport/outbox-transports';

@@ -7,7 +7,7 @@ import { OutboxError, OutboxOutsideTransactionError } from '../errors';
 import { OutboxMessage, OutboxWriteOptions, PublishResult } from '../message/outbox-message';
 import { columnText, shortStringText } from '../message/message-text';
 import { assertMessageObject, NewOutboxRow, toNewOutboxRow } from '../message/validate-message';
-import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { OutboxTransports } from '../transport/outbox-transports';
 import { OutboxMessageInvalidError } from '../errors';

@@ -1,4 +1,4 @@
-import type { OutboxTransport, OutgoingMessage } from '../transport/outbox-transport';
+import type { OutboxTransport, OutgoingMessage } from '../message/outbox-transport';
 
 /** `messaging.system` of a transport that does not name its own. */
 const UNNAMED_SYSTEM = 'outbox';

@@ -1,10 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
-import { archiveTableName, TableKind } from '../dialects/index-names';
+import { archiveTableName, TableKind } from '../naming/index-names';
 import { qualifiedTable } from '../dialects/resolve-dialect';
 import { OutboxSchemaError } from '../errors';
-import { tableNameOption, TableNames } from '../options/table-names';
+import { tableNameOption, TableNames } from '../naming/table-names';
 import { tableColumns, withQueryRunner } from './outbox-schema-version';
 import { archiveColumns } from './table-columns';
 

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
-import { tableDdl } from '../migrations/table-migrations';
+import { tableDdl } from './table-migrations';
 import { LATEST_OUTBOX_VERSION, tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-schema-version';
 import { outboxUpgradeSummary } from './outbox-upgrade-summary';
 

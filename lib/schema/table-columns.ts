@@ -1,4 +1,4 @@
-import { TableKind } from '../dialects/index-names';
+import { TableKind } from '../naming/index-names';
 
 /** The state-machine columns both tables share. */
 const STATE_COLUMNS = [

@@ -1,7 +1,7 @@
 import { IdentifierLimit } from '../dialects/database-dialect';
-import { longestDerivedName, TableKind } from '../dialects/index-names';
+import { longestDerivedName, TableKind } from '../naming/index-names';
 import { OutboxOptionsError } from '../errors';
-import { MAX_TABLE_NAME_LENGTH, tableNameOption, TableNames } from '../options/table-names';
+import { MAX_TABLE_NAME_LENGTH, tableNameOption, TableNames } from '../naming/table-names';
 
 /**
  * The longest name a table of `kind` may have on a database with `limit`: the identifier limit

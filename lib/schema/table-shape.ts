@@ -1,5 +1,5 @@
-import { TableKind } from '../dialects/index-names';
-import { tableNameOption } from '../options/table-names';
+import { TableKind } from '../naming/index-names';
+import { tableNameOption } from '../naming/table-names';
 import { OUTBOX_V2_COLUMNS } from './outbox-schema-version';
 import { TABLE_COLUMNS } from './table-columns';
 

@@ -1,9 +1,9 @@
 import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
-import { TableKind } from '../dialects/index-names';
+import { TableKind } from '../naming/index-names';
 import { OutboxSchemaError } from '../errors';
-import { TableNames } from '../options/table-names';
+import { TableNames } from '../naming/table-names';
 import { isOutboxV1, isOutboxV3Pending, tableColumns, withQueryRunner } from './outbox-schema-version';
 import { tableShapeProblem } from './table-shape';
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { OutboxTransport, OutgoingMessage } from '../transport/outbox-transport';
+import type { OutboxTransport, OutgoingMessage } from '../message/outbox-transport';
 
 /** A message the dispatcher sent through `CapturingOutboxTransport`, with its payload parsed. */
 export interface CapturedMessage<T = unknown> extends Omit<OutgoingMessage, 'payload' | 'bizKey' | 'orderingKey'> {

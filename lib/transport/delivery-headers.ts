@@ -1,4 +1,4 @@
-import type { OutgoingMessage } from './outbox-transport';
+import type { OutgoingMessage } from '../message/outbox-transport';
 
 /** Header carrying the delivery's attempt number: 1 for the first send, 2 for the first retry. */
 export const ATTEMPT_HEADER = 'outbox-attempt';

@@ -1,5 +1,5 @@
 import type { LaneSpec } from '../options/transport-lanes';
-import type { OutboxTransport } from './outbox-transport';
+import type { OutboxTransport } from '../message/outbox-transport';
 
 /** A configured transport with its lane's settings. */
 export interface TransportLane {

@@ -11,7 +11,7 @@ import {
   TransportUnavailableError,
   UnroutableMessageError,
 } from '../errors';
-import { OUTBOX_OPTIONS } from '../outbox.constants';
+import { OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { golevelup } from './amqp/golevelup';
 import { BrokerLink } from './amqp/broker-link';
@@ -19,7 +19,7 @@ import { BrokerCloseError, isPermanentRefusal } from './amqp/channel-close';
 import { AmqpPublication, ConfirmPublisher, PublishOutcome } from './amqp/confirm-publisher';
 import { ExchangeRegistry } from './amqp/exchange-registry';
 import { IsolationLane } from './amqp/isolation-lane';
-import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from './outbox-transport';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../message/outbox-transport';
 import { brokerAddress } from './amqp/broker-address';
 import { deliveryHeaders } from './delivery-headers';
 import { encodedHeaderTableSize } from '../message/amqp-header-table';

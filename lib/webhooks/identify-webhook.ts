@@ -1,6 +1,6 @@
 import { InboxRow } from '../dialects/inbox-dialect';
 import { bizKeyMessageId } from '../inbox/bizkey-message-id';
-import { printable } from '../inbox/printable';
+import { printable } from '../message/printable';
 import { storableText, unstorableReason } from '../inbox/storable-text';
 import { describeError } from '../retry/error-classifier';
 import type { WebhookInboxDefinition } from './webhook-inbox-definition';

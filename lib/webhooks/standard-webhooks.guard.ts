@@ -1,11 +1,11 @@
 import { CanActivate, ExecutionContext, HttpException, Inject, Injectable, mixin, Type, UnauthorizedException } from '@nestjs/common';
-import { printable } from '../inbox/printable';
+import { printable } from '../message/printable';
 import { WEBHOOK_REFUSALS } from './refusal-log';
 import { markRefusalLogged } from './webhook-route';
 import { ModuleRef } from '@nestjs/core';
 import { WebhookOptionsError } from '../errors/webhook-options.error';
 import { rawBodyOf } from './raw-body';
-import { verifyWebhook, WebhookHeaders, webhookSecretsProblems, WebhookSecrets, webhookToleranceProblems } from './standard-webhooks';
+import { verifyWebhook, WebhookHeaders, webhookSecretsProblems, WebhookSecrets, webhookToleranceProblems } from '../transport/http/standard-webhooks';
 
 /** Where the guard leaves what it verified on the request: `request[VERIFIED_WEBHOOK]`. */
 export const VERIFIED_WEBHOOK = Symbol('VERIFIED_WEBHOOK');

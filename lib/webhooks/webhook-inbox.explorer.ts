@@ -10,7 +10,7 @@ import { decoratedMethods } from '../inbox/decorated-methods';
 import { InboxConsumers } from '../inbox/inbox-consumers';
 import { DeferredReplay } from '../inbox/deferred-replay';
 import { markingMethodErrors } from '../inbox/pipe-rejection';
-import { OUTBOX_OPTIONS } from '../outbox.constants';
+import { OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { resolveWebhookInbox } from './resolve-webhook-inbox';
 import { STORED_REQUEST_PARAMETERS, storedWebhookRequest, StoredRequestParamsFactory } from './stored-webhook-request';

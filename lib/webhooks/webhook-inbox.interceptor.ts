@@ -6,7 +6,7 @@ import { WEBHOOK_INBOX_DEFINITION } from './webhook.constants';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
 import { WebhookIntake } from './webhook-intake.service';
 import { outboxServiceOf } from '../naming/outbox-service-of';
-import { getWebhookIntakeToken } from '../naming/outbox-tokens';
+import { getWebhookIntakeToken } from './webhook-intake.service';
 
 /**
  * Applied by `@WebhookInbox()`: stores the request and answers it, never calling on to the

@@ -3,8 +3,8 @@ import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
 import { InboxWakeup } from '../inbox/inbox-wakeup';
 import { OUTBOX_EVENTS } from '../observability/outbox-events';
-import { printable } from '../inbox/printable';
-import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../outbox.constants';
+import { printable } from '../message/printable';
+import { INBOX_DIALECT, OUTBOX_DATA_SOURCE, OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { withStatementDeadline } from '../dialects/statement-deadline';
 import { describeError } from '../retry/error-classifier';
@@ -15,6 +15,7 @@ import { WEBHOOK_REFUSALS } from './refusal-log';
 import { markRefusalLogged } from './webhook-route';
 import { flatHeaders } from './webhook-request';
 import { OutboxIdentity } from '../naming/outbox-identity';
+import { outboxToken, type OutboxToken } from '../naming/outbox-name';
 
 /** What the sender is told to wait before retrying a request the inbox could not store. */
 const RETRY_AFTER_SECONDS = 5;
@@ -100,4 +101,9 @@ export class WebhookIntake {
 function setHeader(response: LiveResponse, name: string, value: string): void {
   if (typeof response?.setHeader === 'function') response.setHeader(name, value);
   else if (typeof response?.header === 'function') response.header(name, value);
+}
+
+/** Token of the outbox `name`'s `WebhookIntake` (the class itself for the default outbox). */
+export function getWebhookIntakeToken(name?: string): OutboxToken<WebhookIntake> {
+  return outboxToken(WebhookIntake, 'WebhookIntake', name);
 }

@@ -1,7 +1,7 @@
 import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef } from '@nestjs/core';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { printable } from '../inbox/printable';
+import { printable } from '../message/printable';
 import { WEBHOOK_REFUSALS } from './refusal-log';
 import { REFUSAL_LOGGED } from './webhook-route';
 import { WebhookInboxExplorer } from './webhook-inbox.explorer';

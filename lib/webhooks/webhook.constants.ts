@@ -1,4 +1,4 @@
-import { WEBHOOK_HEADERS } from './standard-webhooks';
+import { WEBHOOK_HEADERS } from '../transport/http/standard-webhooks';
 
 /** Metadata key of `@WebhookInbox()` options on a route method. */
 export const WEBHOOK_INBOX_METADATA = Symbol('nestjs-outbox:webhook-inbox');

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ListedOutboxMessage, MessageStatus, OutboxAdmin, OutboxAdminFilterError, OutboxMessageFilter } from '../../lib';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
-import { OUTBOX_DIALECT } from '../../lib/outbox.constants';
+import { OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { OutboxWakeup } from '../../lib/outbox/outbox-wakeup';
 import { CapturingOutboxTransport, OutboxTestKit } from '../../lib/testing';
 import { testDatabase } from '../support/database';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { OutboxService, StuckDetector } from '../../lib';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
-import { OUTBOX_DIALECT } from '../../lib/outbox.constants';
+import { OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { MessageStatus } from '../../lib/message/message-status';
 import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';

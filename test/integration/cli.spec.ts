@@ -114,7 +114,7 @@ describe('nestjs-outbox CLI', () => {
     withMigrationsJs = join(directory, 'with-migrations.js');
     writeFileSync(
       withMigrationsJs,
-      `const { DataSource } = require(${TYPEORM});\nconst { OUTBOX_MIGRATIONS } = require(${JSON.stringify(join(packageDirectory, 'dist/migrations/table-migrations.js'))});\n` +
+      `const { DataSource } = require(${TYPEORM});\nconst { OUTBOX_MIGRATIONS } = require(${JSON.stringify(join(packageDirectory, 'dist/schema/table-migrations.js'))});\n` +
         `module.exports = new DataSource({ ...${options}, migrations: OUTBOX_MIGRATIONS });\n`,
     );
   }, timeoutFor(STARTUP_TIMEOUT_MS));

@@ -2,7 +2,7 @@ import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { OutboxService } from '../../lib';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
-import { OUTBOX_DIALECT } from '../../lib/outbox.constants';
+import { OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { DataSource } from 'typeorm';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';

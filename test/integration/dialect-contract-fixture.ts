@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect } from '../../lib/dialects/database-dialect';
 import { InboxDialect } from '../../lib/dialects/inbox-dialect';
-import { archiveTableName, TableKind } from '../../lib/dialects/index-names';
+import { archiveTableName, TableKind } from '../../lib/naming/index-names';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
 import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-dialect';
 import { ArchiveTable, StateTable } from '../../lib/engine/state-table';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { archiveTableName, TableKind } from '../../lib/dialects/index-names';
+import { archiveTableName, TableKind } from '../../lib/naming/index-names';
 import { requeuedStatus } from '../../lib/dialects/message-ref-sql';
 import { CHANGEABLE_STATUSES, ClaimRef, MessageChange, MessageFilter } from '../../lib/engine/state-table';
 import { CLAIMABLE_STATUSES, MessageStatus, UNFINISHED_STATUSES } from '../../lib/message/message-status';

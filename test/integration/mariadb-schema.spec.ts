@@ -3,7 +3,7 @@ import { claimCandidates } from '../../lib/dialects/mysql/mysql-claim';
 import { mysqlTable } from '../../lib/dialects/mysql/mysql-sql';
 import { outboxLaneClaimTarget } from '../../lib/dialects/mysql/mysql-outbox.dialect';
 import { resolveDialect } from '../../lib/dialects/resolve-dialect';
-import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration } from '../../lib/migrations/table-migrations';
+import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration } from '../../lib/schema/table-migrations';
 import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
 import { describeOnMysql, dropDatabase, openMariadb, openSession, OUTBOX_TABLE, INBOX_TABLE, recreateDatabase, SERVER } from './mariadb-test-database';
 

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createArchiveTablesMigration, MessageStatus, OUTBOX_MIGRATIONS, OutboxAdmin, Retention } from '../../lib';
 import { StateTable } from '../../lib/engine/state-table';
 import { OutboxSchemaError } from '../../lib/errors';
-import { INBOX_DIALECT, OUTBOX_DIALECT } from '../../lib/outbox.constants';
+import { INBOX_DIALECT, OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { TABLE_COLUMNS } from '../../lib/schema/table-columns';
 import { DatabaseKind, TestDatabase, testDatabase } from '../support/database';
 import { toBoolean } from '../support/sql-values';

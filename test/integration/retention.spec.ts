@@ -2,7 +2,7 @@ import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Retention } from '../../lib';
 import { StateTable } from '../../lib/engine/state-table';
-import { INBOX_DIALECT, OUTBOX_DIALECT } from '../../lib/outbox.constants';
+import { INBOX_DIALECT, OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { testDatabase } from '../support/database';
 import { toBoolean } from '../support/sql-values';
 import { createTestApp } from '../support/test-app';

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { ClaimRef, FailedSettlement } from '../../lib/engine/state-table';
 import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-dialect';
 import { MessageStatus } from '../../lib/message/message-status';
-import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration } from '../../lib/migrations/table-migrations';
+import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration } from '../../lib/schema/table-migrations';
 import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
 import { newDatabaseForEachTest } from './sqlite-database-per-test';
 import {

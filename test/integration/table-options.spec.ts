@@ -11,7 +11,7 @@ import {
   OutboxSchemaError,
   OutboxTransport,
 } from '../../lib';
-import { derivedNames, TableKind } from '../../lib/dialects/index-names';
+import { derivedNames, TableKind } from '../../lib/naming/index-names';
 import { brokerName } from '../support/broker-names';
 import { DatabaseKind, DATABASE_KIND, testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { TableKind } from '../../lib/dialects/index-names';
+import { TableKind } from '../../lib/naming/index-names';
 import { MessageStatus } from '../../lib/message/message-status';
 import { DATABASE_KIND, DatabaseKind, testDatabase } from '../support/database';
 import { claim, clearTables, ContractTables, openContractTables, seed, sql, TABLE_NAMES } from './dialect-contract-fixture';

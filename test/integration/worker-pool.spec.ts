@@ -1,6 +1,6 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { OUTBOX_WORKER_DATA_SOURCE } from '../../lib/outbox.constants';
+import { OUTBOX_WORKER_DATA_SOURCE } from '../../lib/naming/injection-tokens';
 import { describeOn, testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';

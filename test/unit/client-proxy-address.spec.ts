@@ -1,7 +1,7 @@
 import { NonRetryableError } from '../../lib/errors';
 import { eventPattern, eventPatternProblem, MAX_PATTERN_BYTES } from '../../lib/transport/client-proxy/event-pattern';
 import { outboxEnvelope } from '../../lib/transport/client-proxy/outbox-envelope';
-import { OutgoingMessage } from '../../lib/transport/outbox-transport';
+import { OutgoingMessage } from '../../lib/message/outbox-transport';
 
 const message = (overrides: Partial<OutgoingMessage> = {}): OutgoingMessage => ({
   messageId: '6f1c2b1e-8f4e-4a53-9d56-3f0c2a7b9e10',

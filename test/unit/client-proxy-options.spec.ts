@@ -1,6 +1,6 @@
 import { OutboxOptionsError } from '../../lib/errors';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
-import { transportOptionProblems } from '../../lib/transport/outbox-transport';
+import { transportOptionProblems } from '../../lib/options/transport-lanes';
 import { ClientProxyOutboxTransport } from '../../lib/transport/client-proxy/client-proxy-outbox.transport';
 import { clientProxyTransportOptionProblems, resolveClientProxyTimeout } from '../../lib/transport/client-proxy/client-proxy-options';
 

@@ -6,7 +6,7 @@ import { NonRetryableError, OutboxOptionsError, SendTimeoutError, TransportUnava
 import { validateOutboxOptions } from '../../lib/options/validate-options';
 import { ClientProxyOutboxTransport } from '../../lib/transport/client-proxy/client-proxy-outbox.transport';
 import { EventClient } from '../../lib/transport/client-proxy/event-client';
-import { OutgoingMessage } from '../../lib/transport/outbox-transport';
+import { OutgoingMessage } from '../../lib/message/outbox-transport';
 
 // Every Nest client fits what the transport asks of one (checked by the compiler).
 const fits: (client: ClientProxy) => EventClient = (client) => client;

@@ -22,7 +22,7 @@ import {
   StuckDetector,
 } from '../../lib';
 import { OutboxIdentity } from '../../lib/naming/outbox-identity';
-import { getWebhookIntakeToken } from '../../lib/naming/outbox-tokens';
+import { getWebhookIntakeToken } from '../../lib/webhooks/webhook-intake.service';
 import { outboxNameProblem } from '../../lib/naming/outbox-name';
 import { WebhookIntake } from '../../lib/webhooks/webhook-intake.service';
 import { problemsThrownBy } from '../support/option-problems';

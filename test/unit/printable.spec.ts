@@ -1,4 +1,4 @@
-import { printable } from '../../lib/inbox/printable';
+import { printable } from '../../lib/message/printable';
 import { storableText, unstorableReason } from '../../lib/inbox/storable-text';
 
 describe('printable', () => {

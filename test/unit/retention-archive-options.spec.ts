@@ -1,12 +1,12 @@
 import { createArchiveTablesMigration, OutboxOptionsError } from '../../lib';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
 import { DatabaseDialect, IdentifierLimit } from '../../lib/dialects/database-dialect';
-import { archiveNames, TableKind } from '../../lib/dialects/index-names';
+import { archiveNames, TableKind } from '../../lib/naming/index-names';
 import { MysqlDialect } from '../../lib/dialects/mysql/mysql.dialect';
 import { describeMysqlServer } from '../../lib/dialects/mysql/mysql-server';
 import { PostgresDialect } from '../../lib/dialects/postgres/postgres.dialect';
 import { SqliteDialect } from '../../lib/dialects/sqlite/sqlite.dialect';
-import { tableNamesClash } from '../../lib/options/table-names';
+import { tableNamesClash } from '../../lib/naming/table-names';
 import { archiveShapeProblem } from '../../lib/schema/archive-tables-at-startup';
 import { archiveColumns, TABLE_COLUMNS } from '../../lib/schema/table-columns';
 import { longestTableName } from '../../lib/schema/table-name-limits';

@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { randomBytes } from 'node:crypto';
 import { OutboxOptionsError } from '../../lib/errors';
 import { WebhookOptionsError } from '../../lib/errors/webhook-options.error';
-import { signWebhook } from '../../lib/webhooks/standard-webhooks';
+import { signWebhook } from '../../lib/transport/http/standard-webhooks';
 import { StandardWebhooksGuard, VERIFIED_WEBHOOK, VerifiedWebhook } from '../../lib/webhooks/standard-webhooks.guard';
 
 const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`;

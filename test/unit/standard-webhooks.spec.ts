@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { OutboxOptionsError } from '../../lib/errors';
 import { WebhookOptionsError } from '../../lib/errors/webhook-options.error';
-import { signWebhook, verifyWebhook, WebhookHeaders } from '../../lib/webhooks/standard-webhooks';
+import { signWebhook, verifyWebhook, WebhookHeaders } from '../../lib/transport/http/standard-webhooks';
 
 /**
  * The known answer every reference implementation checks in its "sign function works" test:

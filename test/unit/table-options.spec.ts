@@ -1,7 +1,7 @@
 import { OutboxModule, OutboxOptionsError, OutboxTransport } from '../../lib';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
 import { DatabaseDialect, IdentifierLimit, TableDdl } from '../../lib/dialects/database-dialect';
-import { derivedNames, longestDerivedName, TableKind } from '../../lib/dialects/index-names';
+import { derivedNames, longestDerivedName, TableKind } from '../../lib/naming/index-names';
 import { MysqlDialect } from '../../lib/dialects/mysql/mysql.dialect';
 import { describeMysqlServer } from '../../lib/dialects/mysql/mysql-server';
 import { PostgresDialect } from '../../lib/dialects/postgres/postgres.dialect';

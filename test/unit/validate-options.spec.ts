@@ -1,6 +1,6 @@
 import { OutboxModuleOptions } from '../../lib';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
-import { assertTableName } from '../../lib/options/table-names';
+import { assertTableName } from '../../lib/naming/table-names';
 import { optionProblems } from '../support/option-problems';
 
 describe('validateOutboxOptions', () => {

@@ -5,7 +5,7 @@ import { claimableByTransportSql, toCountsByTransport } from '../status-sql';
 import { MessageStatus } from '../../message/message-status';
 import { NewOutboxRow } from '../../message/validate-message';
 import { compareIds } from '../compare-ids';
-import { outboxIndexNames } from '../index-names';
+import { outboxIndexNames } from '../../naming/index-names';
 import { ClaimedMessage, OutboxDialect, OutboxMessageQuery, OutboxMessageState, WakeupSignal } from '../outbox-dialect';
 import { MysqlPendingWatch } from './mysql-pending-watch';
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';

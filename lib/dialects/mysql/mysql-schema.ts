@@ -1,5 +1,5 @@
 import { TableDdl } from '../database-dialect';
-import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../index-names';
+import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../../naming/index-names';
 import { MysqlServer } from './mysql-server';
 
 /**

@@ -1,6 +1,6 @@
 import { ClaimRef } from '../../engine/state-table';
 import { UNFINISHED_STATUSES } from '../../message/message-status';
-import { stateIndexNames } from '../index-names';
+import { stateIndexNames } from '../../naming/index-names';
 
 /**
  * The database's clock, in UTC whatever the session's time zone: every time column is a

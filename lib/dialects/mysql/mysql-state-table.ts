@@ -2,7 +2,7 @@ import { DataSource } from 'typeorm';
 import { ArchiveTable, ChangeBatch, ChangeBatchOutcome, MessageChange, MessageFilter } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { assertMovedWhole } from '../archive-batch';
-import { stateIndexNames } from '../index-names';
+import { stateIndexNames } from '../../naming/index-names';
 import { changeAssignments, changeCandidatesSql, changedStatuses, highestId } from '../message-change-sql';
 import { filterConditions, SqlParams } from '../message-filter-sql';
 import { MessageScope } from '../message-ref-sql';

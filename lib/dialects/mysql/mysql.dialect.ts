@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { DatabaseDialect, IdentifierLimit, SqlQuery, TableDdl, TableLocation } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
-import { TableKind } from '../index-names';
+import { TableKind } from '../../naming/index-names';
 import { OutboxDialect } from '../outbox-dialect';
 import { MysqlClaimStrategy } from './mysql-claim';
 import { ConditionalUpdateClaim } from './mysql-conditional-claim';

@@ -1,5 +1,5 @@
 import { TableDdl } from '../database-dialect';
-import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../index-names';
+import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../../naming/index-names';
 import { CLAIMABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 import { SQLITE_NOW } from './sqlite-time';
 

@@ -1,4 +1,4 @@
-import type { ServerAddress } from '../outbox-transport';
+import type { ServerAddress } from '../../message/outbox-transport';
 
 /** A broker URI as golevelup takes it: a URL string, or amqplib's connect options. */
 type BrokerUri = string | { hostname?: string; port?: number; protocol?: string };

@@ -2,9 +2,9 @@ import { Inject, Injectable, Logger, mixin, OnApplicationBootstrap, OnApplicatio
 import { ModuleRef } from '@nestjs/core';
 import { lastValueFrom } from 'rxjs';
 import { OutboxOptionsError, SendTimeoutError, TransportUnavailableError } from '../../errors';
-import { OUTBOX_OPTIONS } from '../../outbox.constants';
+import { OUTBOX_OPTIONS } from '../../naming/injection-tokens';
 import { OutboxModuleOptions } from '../../options/outbox-module-options';
-import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from '../outbox-transport';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from '../../message/outbox-transport';
 import { ClientConnection } from './client-connection';
 import { ClientProxyOutboxTransportOptions, clientProxyTransportOptionProblems, resolveClientProxyTimeout } from './client-proxy-options';
 import { emitFailure } from './emit-failure';

@@ -1,5 +1,5 @@
 import { NonRetryableError, SendTimeoutError } from '../../errors';
-import { printable } from '../../inbox/printable';
+import { printable } from '../../message/printable';
 
 /**
  * The error a failed emit is recorded with: the client's error as its cause, under a message

@@ -1,4 +1,4 @@
-import type { AddressProblem, MessageAddress, OutgoingMessage } from '../outbox-transport';
+import type { AddressProblem, MessageAddress, OutgoingMessage } from '../../message/outbox-transport';
 
 /**
  * Longest pattern, in UTF-8 bytes. The tightest of the brokers' own limits that a generic check

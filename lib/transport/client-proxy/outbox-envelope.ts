@@ -1,6 +1,6 @@
 import { NonRetryableError } from '../../errors';
 import { ATTEMPT_HEADER, deliveryHeaders, PUBLISHED_AT_HEADER } from '../delivery-headers';
-import type { OutgoingMessage } from '../outbox-transport';
+import type { OutgoingMessage } from '../../message/outbox-transport';
 
 /**
  * The data of every event `ClientProxyOutboxTransport` emits, whatever Nest transport carries it:

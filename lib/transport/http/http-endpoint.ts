@@ -1,6 +1,6 @@
-import { printable } from '../../inbox/printable';
+import { printable } from '../../message/printable';
 import { HTTP_HEADER_NAME } from '../../message/message-limits';
-import { webhookSecretsProblems } from '../../webhooks/standard-webhooks';
+import { webhookSecretsProblems } from './standard-webhooks';
 
 /** Where the HTTP transport delivers the messages that name it. */
 export interface HttpEndpoint {

@@ -1,10 +1,10 @@
 import { Inject, Injectable, mixin, OnApplicationShutdown, OnModuleInit, Type } from '@nestjs/common';
 import { NonRetryableError, OutboxOptionsError, TransportUnavailableError } from '../../errors';
-import { printable } from '../../inbox/printable';
-import { OUTBOX_OPTIONS } from '../../outbox.constants';
+import { printable } from '../../message/printable';
+import { OUTBOX_OPTIONS } from '../../naming/injection-tokens';
 import { OutboxModuleOptions } from '../../options/outbox-module-options';
-import { signWebhook } from '../../webhooks/standard-webhooks';
-import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../outbox-transport';
+import { signWebhook } from './standard-webhooks';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../../message/outbox-transport';
 import { DEFAULT_HTTP_TIMEOUT_MS, HttpEndpoint, HttpOutboxTransportOptions, httpTransportOptionProblems } from './http-endpoint';
 import { OPEN_AFTER_FAILURES } from './endpoint-circuit';
 import { ATTEMPT_HEADER, PUBLISHED_AT_HEADER } from '../delivery-headers';

@@ -1,5 +1,5 @@
 import { NonRetryableError, RetryLaterError } from '../../errors';
-import { printable } from '../../inbox/printable';
+import { printable } from '../../message/printable';
 
 /** How much of an error response's body `last_error` quotes. */
 export const QUOTED_BODY_CHARACTERS = 200;

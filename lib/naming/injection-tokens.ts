@@ -30,3 +30,6 @@ export const DATABASE_DIALECT = Symbol('DATABASE_DIALECT');
 export const OUTBOX_TABLE_NAMES = Symbol('OUTBOX_TABLE_NAMES');
 /** Injection token of the outbox's `InboxSubscriptions`: which `@InboxHandler()` consumers the broker cancelled. */
 export const INBOX_SUBSCRIPTIONS = Symbol('INBOX_SUBSCRIPTIONS');
+
+/** Injection token, inside one `OutboxModule`, of its `OutboxAdmin`, whatever token the module exports it under. */
+export const OUTBOX_ADMIN = Symbol('OUTBOX_ADMIN');

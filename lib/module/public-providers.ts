@@ -1,15 +1,15 @@
 import type { Provider, Type } from '@nestjs/common';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
-import { InboxService } from '../inbox/inbox.service';
+import { getInboxServiceToken, InboxService } from '../inbox/inbox.service';
 import { InboxWorker } from '../inbox/inbox.worker';
 import { Retention } from '../maintenance/retention';
 import { StuckDetector } from '../maintenance/stuck-detector';
-import { INBOX_SUBSCRIPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { INBOX_SUBSCRIPTIONS, OUTBOX_ADMIN, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../naming/injection-tokens';
+import type { OutboxToken } from '../naming/outbox-name';
 import { OutboxDispatcher } from '../outbox/outbox.dispatcher';
 import { OutboxService } from '../outbox/outbox.service';
-import { WebhookIntake } from '../webhooks/webhook-intake.service';
+import { getWebhookIntakeToken, WebhookIntake } from '../webhooks/webhook-intake.service';
 import {
-  getInboxServiceToken,
   getInboxSubscriptionsToken,
   getInboxWorkerToken,
   getOutboxAdminToken,
@@ -19,12 +19,7 @@ import {
   getOutboxTransportToken,
   getRetentionToken,
   getStuckDetectorToken,
-  getWebhookIntakeToken,
-  OutboxToken,
 } from './outbox-tokens';
-
-/** Injection token, inside one `OutboxModule`, of its `OutboxAdmin`, whatever token the module exports it under. */
-export const OUTBOX_ADMIN = Symbol('OUTBOX_ADMIN');
 
 /** The services users inject, each with the function giving its token in a named outbox. */
 const SERVICES: [service: Type, tokenOf: (name: string) => OutboxToken<unknown>][] = [

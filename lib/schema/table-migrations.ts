@@ -1,9 +1,9 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import { qualifiedTable, resolveDialect } from '../dialects/resolve-dialect';
 import { DatabaseDialect, TableDdl } from '../dialects/database-dialect';
-import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../options/table-names';
-import { assertTableNameFits } from '../schema/table-name-limits';
-import { upgradeOutboxTable } from '../schema/outbox-schema-version';
+import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../naming/table-names';
+import { assertTableNameFits } from './table-name-limits';
+import { upgradeOutboxTable } from './outbox-schema-version';
 import { OutboxError } from '../errors';
 
 /** A migration class, as TypeORM's `migrations` option takes it. */

@@ -4,17 +4,17 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { DatabaseDialect } from './dialects/database-dialect';
-import { fitReadModels } from './entities/fit-read-models';
-import { outboxEntities } from './entities/outbox-entities';
-import { qualifiedTable, resolveDialect } from './dialects/resolve-dialect';
-import { InboxConsumers } from './inbox/inbox-consumers';
-import { InboxHandlerExplorer } from './inbox/inbox-handler.explorer';
-import { InboxSubscriptions } from './inbox/inbox-subscriptions';
-import { InboxWakeup } from './inbox/inbox-wakeup';
+import { DatabaseDialect } from '../dialects/database-dialect';
+import { fitReadModels } from '../entities/fit-read-models';
+import { outboxEntities } from '../entities/outbox-entities';
+import { qualifiedTable, resolveDialect } from '../dialects/resolve-dialect';
+import { InboxConsumers } from '../inbox/inbox-consumers';
+import { InboxHandlerExplorer } from '../inbox/inbox-handler.explorer';
+import { InboxSubscriptions } from '../inbox/inbox-subscriptions';
+import { InboxWakeup } from '../inbox/inbox-wakeup';
 import { ConfigurableOutboxModule, OUTBOX_MODULE_RAW_OPTIONS, OUTBOX_OPTIONS_TYPE } from './outbox-module-definition';
-import { OutboxModuleStaticOptions } from './options/outbox-module-static-options';
-import { OutboxModuleAsyncOptions } from './options/outbox-module-async-options';
+import { OutboxModuleStaticOptions } from '../options/outbox-module-static-options';
+import { OutboxModuleAsyncOptions } from '../options/outbox-module-async-options';
 import {
   DATABASE_DIALECT,
   INBOX_DIALECT,
@@ -28,34 +28,33 @@ import {
   OUTBOX_OPTIONS,
   OUTBOX_TABLE_NAMES,
   OUTBOX_TRANSPORTS,
-} from './outbox.constants';
-import { defaultTransportName, LaneSpec, laneSpecs } from './options/transport-lanes';
-import { OutboxTransport } from './transport/outbox-transport';
-import { OutboxTransports } from './transport/outbox-transports';
-import { OutboxModuleOptions, OutboxModuleOptionsInput } from './options/outbox-module-options';
-import { TableNames } from './options/table-names';
-import { runtimeOptionProblems, validateOutboxOptions } from './options/validate-options';
-import { staticOptionProblems, validateStaticOptions } from './options/validate-static-options';
-import { OutboxOptionsError } from './errors';
-import { OutboxWakeup } from './outbox/outbox-wakeup';
-import { CommitHandoff } from './outbox/commit-handoff';
-import { ServerRollbackWatch } from './dialects/server-rollback-watch';
-import { RabbitMqOutboxTransport } from './transport/rabbitmq.transport';
-import { transportOptionProblems } from './transport/outbox-transport';
-import { createTablesAtStartup } from './schema/create-tables-at-startup';
-import { assertTableNamesFit } from './schema/table-name-limits';
-import { prepareArchiveTablesAtStartup } from './schema/archive-tables-at-startup';
-import { verifyTablesAtStartup } from './schema/verify-tables-at-startup';
-import { OutboxMetrics } from './observability/outbox-metrics';
-import { openWorkerDataSource, WorkerDataSourceCloser } from './dialects/worker-data-source';
-import { standbyGateFor } from './dialects/standby-gate-for';
-import { WebhookInboxExplorer } from './webhooks/webhook-inbox.explorer';
-import { WebhookRefusalWatch } from './webhooks/webhook-refusal-watch';
-import { namedOutbox } from './naming/outbox-name';
-import { OutboxIdentity } from './naming/outbox-identity';
-import { outboxTransactionHostProvider } from './naming/outbox-transaction-host';
-import { publicProviders } from './naming/public-providers';
-import { getOutboxTransportToken } from './naming/outbox-tokens';
+} from '../naming/injection-tokens';
+import { defaultTransportName, LaneSpec, laneSpecs, transportOptionProblems } from '../options/transport-lanes';
+import { OutboxTransport } from '../message/outbox-transport';
+import { OutboxTransports } from '../transport/outbox-transports';
+import { OutboxModuleOptions, OutboxModuleOptionsInput } from '../options/outbox-module-options';
+import { TableNames } from '../naming/table-names';
+import { runtimeOptionProblems, validateOutboxOptions } from '../options/validate-options';
+import { staticOptionProblems, validateStaticOptions } from '../options/validate-static-options';
+import { OutboxOptionsError } from '../errors';
+import { OutboxWakeup } from '../outbox/outbox-wakeup';
+import { CommitHandoff } from '../outbox/commit-handoff';
+import { ServerRollbackWatch } from '../dialects/server-rollback-watch';
+import { RabbitMqOutboxTransport } from '../transport/rabbitmq.transport';
+import { createTablesAtStartup } from '../schema/create-tables-at-startup';
+import { assertTableNamesFit } from '../schema/table-name-limits';
+import { prepareArchiveTablesAtStartup } from '../schema/archive-tables-at-startup';
+import { verifyTablesAtStartup } from '../schema/verify-tables-at-startup';
+import { OutboxMetrics } from '../metrics/outbox-metrics';
+import { openWorkerDataSource, WorkerDataSourceCloser } from '../dialects/worker-data-source';
+import { standbyGateFor } from '../dialects/standby-gate-for';
+import { WebhookInboxExplorer } from '../webhooks/webhook-inbox.explorer';
+import { WebhookRefusalWatch } from '../webhooks/webhook-refusal-watch';
+import { namedOutbox } from '../naming/outbox-name';
+import { OutboxIdentity } from '../naming/outbox-identity';
+import { outboxTransactionHostProvider } from '../naming/outbox-transaction-host';
+import { publicProviders } from './public-providers';
+import { getOutboxTransportToken } from './outbox-tokens';
 
 /**
  * The transactional outbox and inbox: `OutboxService` to publish inside your transactions, a

@@ -1,7 +1,7 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import { OutboxModuleOptionsInput } from './options/outbox-module-options';
-import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from './options/table-names';
-import { OutboxModuleStaticOptions } from './options/outbox-module-static-options';
+import { OutboxModuleOptionsInput } from '../options/outbox-module-options';
+import { DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../naming/table-names';
+import { OutboxModuleStaticOptions } from '../options/outbox-module-static-options';
 
 export const {
   ConfigurableModuleClass: ConfigurableOutboxModule,

@@ -6,8 +6,8 @@ import { ParkedKey } from '../engine/state-table';
 import { InboxConsumers } from '../inbox/inbox-consumers';
 import { describeError } from '../retry/error-classifier';
 import { OutboxTransports } from '../transport/outbox-transports';
-import { CONSUMER, STATUS, TABLE, TRANSPORT } from './metric-attributes';
-import type { Instruments } from './metric-instruments';
+import { CONSUMER, STATUS, TABLE, TRANSPORT } from '../observability/metric-attributes';
+import type { Instruments } from '../observability/metric-instruments';
 
 /**
  * The most parked keys one collection counts per table: the gauge reads them through

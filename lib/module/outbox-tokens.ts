@@ -1,23 +1,11 @@
-import type { Type } from '@nestjs/common';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
-import { InboxService } from '../inbox/inbox.service';
 import { InboxWorker } from '../inbox/inbox.worker';
 import { Retention } from '../maintenance/retention';
 import { StuckDetector } from '../maintenance/stuck-detector';
-import { INBOX_SUBSCRIPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { INBOX_SUBSCRIPTIONS, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../naming/injection-tokens';
 import { OutboxDispatcher } from '../outbox/outbox.dispatcher';
 import { OutboxService } from '../outbox/outbox.service';
-import { WebhookIntake } from '../webhooks/webhook-intake.service';
-import { namedOutbox } from './outbox-name';
-
-/** An injection token of an outbox's service: its class (or symbol) for the default outbox, a string of its own for a named one. */
-export type OutboxToken<T> = Type<T> | symbol | string;
-
-/** The token of what `defaultToken` is in the outbox `name`, as `getDataSourceToken(name)` is in `@nestjs/typeorm`. */
-function outboxToken<T>(defaultToken: Type<T> | symbol, kind: string, name: string | undefined): OutboxToken<T> {
-  const named = namedOutbox(name);
-  return named === undefined ? defaultToken : `nestjs-outbox:${named}:${kind}`;
-}
+import { outboxToken, type OutboxToken } from '../naming/outbox-name';
 
 /** Token of the outbox `name`'s `OutboxService` (the class itself for the default outbox). */
 export function getOutboxServiceToken(name?: string): OutboxToken<OutboxService> {
@@ -34,19 +22,9 @@ export function getOutboxDispatcherToken(name?: string): OutboxToken<OutboxDispa
   return outboxToken(OutboxDispatcher, 'OutboxDispatcher', name);
 }
 
-/** Token of the outbox `name`'s `InboxService` (the class itself for the default outbox). */
-export function getInboxServiceToken(name?: string): OutboxToken<InboxService> {
-  return outboxToken(InboxService, 'InboxService', name);
-}
-
 /** Token of the outbox `name`'s `InboxWorker`, the deferred inbox worker (the class itself for the default outbox). */
 export function getInboxWorkerToken(name?: string): OutboxToken<InboxWorker> {
   return outboxToken(InboxWorker, 'InboxWorker', name);
-}
-
-/** Token of the outbox `name`'s `WebhookIntake` (the class itself for the default outbox). */
-export function getWebhookIntakeToken(name?: string): OutboxToken<WebhookIntake> {
-  return outboxToken(WebhookIntake, 'WebhookIntake', name);
 }
 
 /** Token of the outbox `name`'s `StuckDetector` (the class itself for the default outbox). */

@@ -1,8 +1,8 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
-import { archiveTableName, TableKind } from '../dialects/index-names';
+import { archiveTableName, TableKind } from '../naming/index-names';
 import { qualifiedTable, resolveDialect } from '../dialects/resolve-dialect';
-import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../options/table-names';
-import { assertTableNameFits } from '../schema/table-name-limits';
+import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../naming/table-names';
+import { assertTableNameFits } from './table-name-limits';
 import type { MigrationClass } from './table-migrations';
 
 /** The tables whose archives `createArchiveTablesMigration` creates; the module's defaults when not given. */

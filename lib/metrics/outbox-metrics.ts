@@ -2,20 +2,20 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, On
 import type { Attributes, BatchObservableResult, Counter, Histogram, Meter, ObservableGauge, ObservableResult } from '@opentelemetry/api';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
-import { OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../outbox.constants';
+import { OUTBOX_OPTIONS, OUTBOX_TRANSPORTS } from '../naming/injection-tokens';
 import { InboxConsumers } from '../inbox/inbox-consumers';
 import { OutboxTransports } from '../transport/outbox-transports';
-import type { OutboxTransport } from '../transport/outbox-transport';
+import type { OutboxTransport } from '../message/outbox-transport';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { describeError } from '../retry/error-classifier';
-import { CONSUMER, OUTBOX_NAME, TABLE, TRANSPORT } from './metric-attributes';
-import { METRIC_NAMES } from './metric-names';
-import { Instruments } from './metric-instruments';
+import { CONSUMER, OUTBOX_NAME, TABLE, TRANSPORT } from '../observability/metric-attributes';
+import { METRIC_NAMES } from '../observability/metric-names';
+import { Instruments } from '../observability/metric-instruments';
 import { TableGauges } from './table-gauges';
-import { openTelemetryIfInstalled } from './opentelemetry';
-import { OUTBOX_EVENTS, OutboxEventMap, OutboxEventName, OutboxEventScope } from './outbox-events';
+import { openTelemetryIfInstalled } from '../observability/opentelemetry';
+import { OUTBOX_EVENTS, OutboxEventMap, OutboxEventName, OutboxEventScope } from '../observability/outbox-events';
 import { OutboxIdentity } from '../naming/outbox-identity';
-import { OUTBOX_ADMIN } from '../naming/public-providers';
+import { OUTBOX_ADMIN } from '../naming/injection-tokens';
 
 /** The meter's name. */
 export const METER_NAME = 'nestjs-outbox';

@@ -1,5 +1,3 @@
-import type { OutboxModuleOptions } from '../options/outbox-module-options';
-
 /** A claimed message, as a transport sends it. */
 export interface OutgoingMessage {
   /** UUID to send as the broker's message id; consumers dedupe on it. */
@@ -89,19 +87,4 @@ export interface OutboxTransport {
    * Only where the message's transport is configured in the publishing process.
    */
   addressProblem?(address: MessageAddress): AddressProblem | undefined;
-}
-
-/**
- * What `OutboxModule.forRoot()` asks of a transport class beyond `send`: optionally, what is wrong
- * with its own settings given the module's options (a timeout longer than `sendTimeoutMs`), so
- * that a mistake fails where the module is declared.
- */
-export interface OutboxTransportClass {
-  optionProblems?(options: OutboxModuleOptions): string[];
-}
-
-/** The transport class's problems with the module's options, if it has a check. */
-export function transportOptionProblems(transport: unknown, options: OutboxModuleOptions): string[] {
-  const transportClass = transport as OutboxTransportClass | undefined;
-  return typeof transportClass?.optionProblems === 'function' ? transportClass.optionProblems(options) : [];
 }

@@ -1,4 +1,4 @@
-import { archiveNames, derivedNames, TableKind } from '../dialects/index-names';
+import { archiveNames, derivedNames, TableKind } from './index-names';
 import { OutboxOptionsError } from '../errors';
 
 /** Default name of the outbox table. */
