@@ -1,19 +1,10 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import {
-  DataSource,
-  EntityManager,
-  EntitySubscriberInterface,
-  QueryRunner,
-  TransactionCommitEvent,
-  TransactionRollbackEvent,
-  TransactionStartEvent,
-} from 'typeorm';
+import { DataSource, EntityManager, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent, TransactionStartEvent } from 'typeorm';
 import { OutboxTransactionRolledBackError, ServerTransactionEnding } from '../errors';
 import { DATABASE_DIALECT, OUTBOX_DATA_SOURCE } from '../naming/injection-tokens';
 import { DatabaseDialect } from './database-dialect';
-
-/** The event of a subscriber's `afterQuery`, taken from the interface: TypeORM 0.3's `AfterQueryEvent` takes a type argument, 1.x's none. */
-type AfterQueryEvent = Parameters<NonNullable<EntitySubscriberInterface['afterQuery']>>[0];
+import { AfterQueryEvent, TransactionListener, transactionSubscriberOf } from './transaction-subscriber';
+import { TransactionSlot } from './transaction-slot';
 
 /**
  * Remembers the transactions that the database server ended by itself while TypeORM still holds
@@ -24,21 +15,24 @@ type AfterQueryEvent = Parameters<NonNullable<EntitySubscriberInterface['afterQu
  * one (DDL) leaves the same autocommit behind, on PostgreSQL too; the server's answer to it says
  * so (`DatabaseDialect.reportsNoTransaction`).
  *
- * It listens to the statements of the DataSource's query runners (a TypeORM subscriber) and reads
+ * It follows the statements of the DataSource's query runners (`TransactionSubscriber`) and reads
  * what the server answered anyway: nothing is asked of the server, so a publish costs no extra
  * round-trip. PostgreSQL needs no error list: it refuses every statement of a failed transaction
  * until it ends. Where the dialect tells neither (SQLite), it does not listen at all.
  */
 @Injectable()
-export class ServerRollbackWatch implements EntitySubscriberInterface, OnApplicationShutdown {
+export class ServerRollbackWatch implements TransactionListener, OnApplicationShutdown {
   /** Per query runner whose open transaction the server ended: how. */
-  private readonly ended = new WeakMap<QueryRunner, ServerTransactionEnding>();
+  private readonly ended = new TransactionSlot<ServerTransactionEnding>();
+  private readonly stopFollowingTransactions?: () => void;
 
   constructor(
-    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_DATA_SOURCE) dataSource: DataSource,
     @Inject(DATABASE_DIALECT) private readonly dialect: DatabaseDialect,
   ) {
-    if (dialect.rollsBackTransaction || dialect.reportsNoTransaction) dataSource.subscribers.push(this);
+    if (dialect.rollsBackTransaction || dialect.reportsNoTransaction) {
+      this.stopFollowingTransactions = transactionSubscriberOf(dataSource).listen('server-rollback-watch', this);
+    }
   }
 
   /**
@@ -78,8 +72,7 @@ export class ServerRollbackWatch implements EntitySubscriberInterface, OnApplica
   }
 
   onApplicationShutdown(): void {
-    const index = this.dataSource.subscribers.indexOf(this);
-    if (index >= 0) this.dataSource.subscribers.splice(index, 1);
+    this.stopFollowingTransactions?.();
   }
 
   private forgetEnded(runner: QueryRunner): void {

@@ -1,24 +1,15 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
-import {
-  DataSource,
-  EntityManager,
-  EntitySubscriberInterface,
-  QueryRunner,
-  TransactionCommitEvent,
-  TransactionRollbackEvent,
-  TransactionStartEvent,
-} from 'typeorm';
+import { DataSource, EntityManager, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent, TransactionStartEvent } from 'typeorm';
 import { ClaimedMessage, InsertClaim, InsertedClaimedRow } from '../dialects/outbox-dialect';
+import { AfterQueryEvent, TransactionListener, transactionSubscriberOf } from '../dialects/transaction-subscriber';
+import { TransactionSlot } from '../dialects/transaction-slot';
 import { NewOutboxRow } from '../message/validate-message';
 import { OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { leaseTimings } from '../options/claim-lease';
 import { describeError } from '../retry/error-classifier';
 import { holdsTransactionControl } from './transaction-control-sql';
-
-/** The event of a subscriber's `afterQuery`, taken from the interface: TypeORM 0.3's `AfterQueryEvent` takes a type argument, 1.x's none. */
-type AfterQueryEvent = Parameters<NonNullable<EntitySubscriberInterface['afterQuery']>>[0];
 
 /** A dispatch lane that takes messages from this process's commits (see `DispatchLane`). */
 export interface HandoffLane {
@@ -75,7 +66,7 @@ const TYPEORM_CONTROL = /^(?:START TRANSACTION|COMMIT|ROLLBACK|(?:RELEASE |ROLLB
 /**
  * Sends what this process publishes without a claim: a message is inserted already claimed
  * (PROCESSING, under its lane's token) and handed to the lane from memory once its transaction
- * commits (a TypeORM transaction subscriber), so the dispatcher neither claims nor reads it back.
+ * commits (it follows the DataSource's transactions), so the dispatcher neither claims nor reads it back.
  * Only what a claim would take at once qualifies: unordered, undelayed messages of a lane that
  * runs in this process, is sending and is not behind.
  *
@@ -87,23 +78,21 @@ const TYPEORM_CONTROL = /^(?:START TRANSACTION|COMMIT|ROLLBACK|(?:RELEASE |ROLLB
  * back what was not sent.
  */
 @Injectable()
-export class CommitHandoff implements EntitySubscriberInterface, OnApplicationShutdown {
+export class CommitHandoff implements TransactionListener, OnApplicationShutdown {
   private readonly logger = new Logger('OutboxService');
-  /**
-   * Per query runner, not on its `data`: TypeORM swaps `data` for the caller's object during a
-   * `save(…, { data })`, and a message a subscriber published meanwhile would be recorded there.
-   */
-  private readonly transactions = new WeakMap<QueryRunner, TransactionRecords>();
+  /** What each query runner's open transaction recorded. */
+  private readonly transactions = new TransactionSlot<TransactionRecords>();
   /** Runners inside one of TypeORM's own transaction methods (whose SQL is not the caller's). */
   private readonly inOwnControl = new WeakSet<QueryRunner>();
   private readonly lanes = new Map<string, HandoffLane>();
+  private readonly stopFollowingTransactions: () => void;
 
   constructor(
-    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_DATA_SOURCE) dataSource: DataSource,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
     @Inject(OUTBOX_INSTANCE_ID) private readonly instanceId: string,
   ) {
-    dataSource.subscribers.push(this);
+    this.stopFollowingTransactions = transactionSubscriberOf(dataSource).listen('commit-handoff', this);
   }
 
   /**
@@ -155,8 +144,7 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
       destination: row.destination,
       createdAt: inserted.createdAt,
     };
-    let transaction = this.transactions.get(runner);
-    if (!transaction) this.transactions.set(runner, (transaction = { records: [], unsure: false, rolledBack: false }));
+    const transaction = this.transactions.getOrCreate(runner, () => ({ records: [], unsure: false, rolledBack: false }));
     transaction.records.push({ depth: depthOf(runner)!, recordedAt: performance.now(), bizKey: row.bizKey, lane: claim.lane, message });
   }
 
@@ -225,10 +213,8 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
       }
       return;
     }
-    const transaction = this.transactions.get(runner);
-    if (!transaction) return;
-    this.transactions.delete(runner);
-    if (transaction.rolledBack) return;
+    const transaction = this.transactions.take(runner);
+    if (!transaction || transaction.rolledBack) return;
     try {
       this.handOff(transaction);
     } catch (error) {
@@ -260,8 +246,7 @@ export class CommitHandoff implements EntitySubscriberInterface, OnApplicationSh
    */
   onApplicationShutdown(): void {
     this.lanes.clear();
-    const index = this.dataSource.subscribers.indexOf(this);
-    if (index >= 0) this.dataSource.subscribers.splice(index, 1);
+    this.stopFollowingTransactions();
   }
 
   /** Hands the messages of a transaction whose COMMIT failed to their lanes, through the table. */

@@ -1,17 +1,17 @@
 import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
-import { DataSource, EntityManager, EntitySubscriberInterface, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
+import { DataSource, EntityManager, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import { OutboxDialect } from '../dialects/outbox-dialect';
+import { TransactionListener, transactionSubscriberOf } from '../dialects/transaction-subscriber';
+import { TransactionSlot } from '../dialects/transaction-slot';
 import { OUTBOX_DATA_SOURCE, OUTBOX_DIALECT, OUTBOX_OPTIONS, OUTBOX_WORKER_DATA_SOURCE } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 
-const PUBLISHED = Symbol('nestjs-outbox:published');
-const NOTIFIED = Symbol('nestjs-outbox:notified');
 const RELISTEN_DELAY_MS = 1_000;
 
-/** What a publishing transaction records on its query runner: that it notified, and for which transports it wrote rows. */
-interface RunnerData {
-  [PUBLISHED]?: Set<string>;
-  [NOTIFIED]?: boolean;
+/** What a publishing transaction records: for which transports it wrote rows, and whether it notified. */
+interface Published {
+  transports: Set<string>;
+  notified: boolean;
 }
 
 /**
@@ -22,16 +22,19 @@ export type WakeupListener = (transports?: ReadonlySet<string>) => void;
 
 /**
  * Tells dispatchers that rows are waiting, as cheaply as the write path allows:
- * in-process right after the publishing transaction commits (a TypeORM transaction subscriber),
+ * in-process right after the publishing transaction commits (it follows the DataSource's transactions),
  * and to other instances by a database signal sent at most once per `notifyMinIntervalMs` per
  * process, because notifying commits are serialised by PostgreSQL; MySQL and MariaDB, which have
  * no NOTIFY, look for other instances' rows every `wakeupProbeIntervalMs` instead, at no cost to
  * the write path. Polling stays the backstop.
  */
 @Injectable()
-export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicationShutdown {
+export class OutboxWakeup implements TransactionListener, BeforeApplicationShutdown {
   private readonly logger = new Logger(OutboxWakeup.name);
   private readonly listeners = new Set<WakeupListener>();
+  /** What each query runner's open transaction published. */
+  private readonly transactions = new TransactionSlot<Published>();
+  private readonly stopFollowingTransactions: () => void;
   private lastNotifyAt = 0;
   private stopListening?: () => Promise<void>;
   private relistenTimer?: NodeJS.Timeout;
@@ -39,13 +42,13 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
   private closed = false;
 
   constructor(
-    @Inject(OUTBOX_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(OUTBOX_DATA_SOURCE) dataSource: DataSource,
     /** LISTEN holds a connection for the life of the process (and the MySQL look takes one at a time): the worker pool's, where it has one. */
     @Inject(OUTBOX_WORKER_DATA_SOURCE) private readonly listenDataSource: DataSource,
     @Inject(OUTBOX_DIALECT) private readonly dialect: OutboxDialect,
     @Inject(OUTBOX_OPTIONS) private readonly options: OutboxModuleOptions,
   ) {
-    dataSource.subscribers.push(this);
+    this.stopFollowingTransactions = transactionSubscriberOf(dataSource).listen('outbox-wakeup', this);
   }
 
   /** Calls `listener` on every wake-up; returns a function that unsubscribes it. */
@@ -64,13 +67,13 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
    * commit wakes that transport's lane (and no other); may send the cross-instance signal.
    */
   async published(manager: EntityManager, transport: string): Promise<void> {
-    const data = manager.queryRunner!.data as RunnerData;
-    (data[PUBLISHED] ??= new Set()).add(transport);
-    if (!this.options.notifyEnabled || !this.dialect.notifyPublished || data[NOTIFIED]) return;
+    const published = this.transactions.getOrCreate(manager.queryRunner!, () => ({ transports: new Set(), notified: false }));
+    published.transports.add(transport);
+    if (!this.options.notifyEnabled || !this.dialect.notifyPublished || published.notified) return;
     const now = Date.now();
     if (now - this.lastNotifyAt < this.options.notifyMinIntervalMs) return;
     this.lastNotifyAt = now;
-    data[NOTIFIED] = true;
+    published.notified = true;
     await this.dialect.notifyPublished(manager, this.options.notifyChannel);
   }
 
@@ -105,16 +108,14 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
   afterTransactionCommit(event: TransactionCommitEvent): void {
     // A released savepoint also fires this; only the outermost commit makes rows visible.
     if (event.queryRunner.isTransactionActive) return;
-    const transports = this.take(event.queryRunner, PUBLISHED);
-    if (transports) this.wake(transports);
-    this.take(event.queryRunner, NOTIFIED);
+    const published = this.transactions.take(event.queryRunner);
+    if (published) this.wake(published.transports);
   }
 
   afterTransactionRollback(event: TransactionRollbackEvent): void {
     if (event.queryRunner.isTransactionActive) return;
-    this.take(event.queryRunner, PUBLISHED);
     // The signal was rolled back with the transaction: let the next publisher send one.
-    if (this.take(event.queryRunner, NOTIFIED)) this.lastNotifyAt = 0;
+    if (this.transactions.take(event.queryRunner)?.notified) this.lastNotifyAt = 0;
   }
 
   /** Before TypeORM closes its pool, so the listening connection is given back, not broken. */
@@ -122,16 +123,8 @@ export class OutboxWakeup implements EntitySubscriberInterface, BeforeApplicatio
     this.closed = true;
     clearTimeout(this.relistenTimer);
     await this.listening;
-    const index = this.dataSource.subscribers.indexOf(this);
-    if (index >= 0) this.dataSource.subscribers.splice(index, 1);
+    this.stopFollowingTransactions();
     await this.stopListening?.();
-  }
-
-  private take<K extends keyof RunnerData>(runner: QueryRunner, key: K): RunnerData[K] {
-    const data = runner.data as RunnerData | undefined;
-    const value = data?.[key];
-    if (data && value !== undefined) delete data[key];
-    return value;
   }
 
   private listenLost(error: Error): void {

@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
 import { OutboxModuleOptions } from '../../lib/options/outbox-module-options';
 import { OutboxWakeup } from '../../lib/outbox/outbox-wakeup';
@@ -78,5 +78,34 @@ describe('OutboxWakeup shutdown', () => {
     } finally {
       jest.useRealTimers();
     }
+  });
+});
+
+describe('OutboxWakeup on commit', () => {
+  it("wakes the lane of a message published while TypeORM lends the runner the caller's data (save(…, { data }))", async () => {
+    const wakeup = wakeupOn({} as OutboxDialect);
+    const woken = jest.fn();
+    wakeup.subscribe(woken);
+    const runner = { data: {}, isTransactionActive: true };
+    const ownData = runner.data;
+    // An entity subscriber publishes during the save, while `data` is the caller's object.
+    runner.data = { publish: true };
+    await wakeup.published({ queryRunner: runner } as unknown as EntityManager, 'default');
+    runner.data = ownData;
+    runner.isTransactionActive = false;
+    wakeup.afterTransactionCommit({ queryRunner: runner } as never);
+    expect(woken).toHaveBeenCalledWith(new Set(['default']));
+  });
+
+  it('wakes nobody for a transaction that rolled back', async () => {
+    const wakeup = wakeupOn({} as OutboxDialect);
+    const woken = jest.fn();
+    wakeup.subscribe(woken);
+    const runner = { data: {}, isTransactionActive: true };
+    await wakeup.published({ queryRunner: runner } as unknown as EntityManager, 'default');
+    runner.isTransactionActive = false;
+    wakeup.afterTransactionRollback({ queryRunner: runner } as never);
+    wakeup.afterTransactionCommit({ queryRunner: runner } as never);
+    expect(woken).not.toHaveBeenCalled();
   });
 });

@@ -1,9 +1,10 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { DataSource, EntitySubscriberInterface } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { BetterSqlite3Driver } from 'typeorm/driver/better-sqlite3/BetterSqlite3Driver';
 import { OutboxError } from '../../errors';
 import { RawSqliteStatements, SqliteStatements } from './sqlite-statements';
 import { SqliteTransactionGate } from './sqlite-transaction-gate';
+import { TransactionListener, transactionSubscriberOf } from '../transaction-subscriber';
 
 /** First pause while the connection is inside a transaction (or the file is locked); doubles up to the max. */
 const FIRST_RETRY_DELAY_MS = 2;
@@ -50,7 +51,7 @@ export class SqliteConnection {
   /** The library's own transactions on this connection, one at a time. */
   readonly transactionGate = new SqliteTransactionGate();
   /** Retries waiting work the moment a TypeORM transaction ends (a released savepoint leaves it open: the work checks). */
-  private readonly onTransactionEnd: EntitySubscriberInterface = {
+  private readonly onTransactionEnd: TransactionListener = {
     afterTransactionCommit: () => this.resumeWaiting(),
     afterTransactionRollback: () => this.resumeWaiting(),
   };
@@ -120,8 +121,8 @@ export class SqliteConnection {
 
   private waitForTransactionEnd(attempt: () => void): void {
     this.waiting.add(attempt);
-    // Checked each time: initializing the DataSource again replaces its subscribers.
-    if (!this.dataSource.subscribers.includes(this.onTransactionEnd)) this.dataSource.subscribers.push(this.onTransactionEnd);
+    // Each time: initializing the DataSource again replaces its subscribers; listening again puts ours back.
+    transactionSubscriberOf(this.dataSource).listen('sqlite-connection', this.onTransactionEnd);
   }
 
   private resumeWaiting(): void {
