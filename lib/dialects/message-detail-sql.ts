@@ -1,4 +1,5 @@
-import { MessageDetail, MessageFilter, MessageRef } from '../engine/state-table';
+import { MessageFilter, MessageRef } from '../engine/state-table';
+import { MessageDetail } from '../engine/message-views';
 import { filterConditions, FilterFlavour, SqlParams } from './message-filter-sql';
 import { messageRefFilter, MessageScope } from './message-ref-sql';
 import { StateTableFlavour } from './state-table-flavour';
