@@ -48,8 +48,9 @@ export { createArchiveTablesMigration } from './schema/archive-tables-migration'
 export type { ArchiveTablesMigrationOptions } from './schema/archive-tables-migration';
 export { OutboxAdmin } from './admin/outbox-admin.service';
 export type { InboxStats, OutboxActivity, OutboxStats, OutboxTableStats, TableStats } from './admin/outbox-stats';
-export type { MessageChange, MessageDetail, ParkedKey, RecentActivity } from './engine/state-table';
-export type { OutboxMessageQuery, OutboxMessageState } from './dialects/outbox-dialect';
+export type { MessageChange } from './engine/state-table';
+export type { MessageDetail, ParkedKey, RecentActivity } from './engine/message-views';
+export type { OutboxMessageQuery, OutboxMessageState } from './engine/message-views';
 export { InboxHandler } from './inbox/inbox-handler.decorator';
 export type { InboxHandlerOptions, InboxMode } from './inbox/inbox-handler-options';
 export type { AmqpMessage } from './inbox/amqp-message';

@@ -1,4 +1,4 @@
-import { ListedMessage } from '../engine/state-table';
+import { ListedMessage } from '../engine/message-views';
 import { MessageStatus } from '../message/message-status';
 
 /**

@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { InboxDialect } from '../dialects/inbox-dialect';
-import { OutboxDialect, OutboxMessageQuery, OutboxMessageState } from '../dialects/outbox-dialect';
-import { ListedMessage, MessageChange, MessageDetail, MessageRef, ParkedKey, StateTable } from '../engine/state-table';
+import { OutboxDialect } from '../dialects/outbox-dialect';
+import { MessageChange, MessageRef, StateTable } from '../engine/state-table';
+import { ListedMessage, MessageDetail, OutboxMessageQuery, OutboxMessageState, ParkedKey } from '../engine/message-views';
 import { changedStatuses } from '../dialects/message-change-sql';
 import { OutboxError } from '../errors';
 import { InboxWakeup } from '../inbox/inbox-wakeup';

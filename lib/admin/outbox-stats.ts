@@ -1,4 +1,4 @@
-import { RecentActivity } from '../engine/state-table';
+import { RecentActivity } from '../engine/message-views';
 import { StatusGroup, StatusSummary } from '../engine/status-summary';
 import { MessageStatus } from '../message/message-status';
 

@@ -1,6 +1,7 @@
 import { InboxMessageFilter, OutboxMessageFilter } from '../admin/message-filter';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
-import { CHANGEABLE_STATUSES, MessageDetail } from '../engine/state-table';
+import { CHANGEABLE_STATUSES } from '../engine/state-table';
+import { MessageDetail } from '../engine/message-views';
 import { OutboxError } from '../errors';
 import { boardFilter, describeFilter } from './board-filter';
 import { CSRF_FIELD } from './csrf';

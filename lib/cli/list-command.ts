@@ -1,7 +1,7 @@
 import { MessagePageOptions } from '../admin/message-filter';
 import { checkedFilter } from '../admin/message-filter-validation';
 import { checkedWindow } from '../admin/page-options';
-import { ListedMessage } from '../engine/state-table';
+import { ListedMessage } from '../engine/message-views';
 import { COMMON_OPTIONS_HELP, integerOption, stringOption } from './cli-arguments';
 import { CliCommand, ExitCode } from './cli-command';
 import { withConnection } from './cli-connection';

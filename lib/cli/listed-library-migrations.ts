@@ -1,8 +1,6 @@
 import { DataSource } from 'typeorm';
 import { TableKind } from '../naming/index-names';
-
-/** How `createOutboxTableMigration` and `createInboxTableMigration` name their migrations: label, table, timestamp. */
-const CREATING_LABEL: Record<TableKind, string> = { outbox: 'CreateOutboxTable', inbox: 'CreateInboxTable' };
+import { CREATING_MIGRATION_LABEL } from '../schema/table-migrations';
 
 /**
  * The name of the library's migration creating `table` when the DataSource lists it in its
@@ -10,6 +8,6 @@ const CREATING_LABEL: Record<TableKind, string> = { outbox: 'CreateOutboxTable',
  * it creates must be left to it.
  */
 export function listedCreatingMigration(dataSource: DataSource, kind: TableKind, table: string): string | undefined {
-  const name = new RegExp(`^${CREATING_LABEL[kind]}_${table}\\d+$`);
+  const name = new RegExp(`^${CREATING_MIGRATION_LABEL[kind]}_${table}\\d+$`);
   return dataSource.migrations.map((migration) => migration.name).find((migrationName) => migrationName !== undefined && name.test(migrationName));
 }

@@ -1,5 +1,4 @@
-import { qualifiedTable } from '../dialects/resolve-dialect';
-import { tableDdl } from '../schema/table-migrations';
+import { createTable } from '../schema/create-tables-at-startup';
 import { LATEST_OUTBOX_VERSION, upgradeOutboxTable, withQueryRunner } from '../schema/outbox-schema-version';
 import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
 import { assertTableNamesFit } from '../schema/table-name-limits';
@@ -41,7 +40,7 @@ Examples:
 `,
   run: (values, output) =>
     withConnection(values, async (connection) => {
-      assertTableNamesFit(connection.dialect.identifierLimit, connection.tables);
+      assertTableNamesFit(connection.dialect.schemaSql.identifierLimit, connection.tables);
       const schemas = await readTableSchemas(connection);
       refuseWhatMigrateMustNotTouch(connection, [schemas.outbox, schemas.inbox]);
       const actions = await migrate(connection, schemas.outbox, schemas.inbox);
@@ -89,10 +88,7 @@ async function migrate(
   const { dataSource, dialect } = connection;
   return withQueryRunner(dataSource, async (runner) => {
     for (const schema of [outbox, inbox]) {
-      if (schema.state !== 'missing') continue;
-      for (const statement of tableDdl(dialect, schema.kind, { table: schema.table, quoted: qualifiedTable(dataSource, schema.table), ifNotExists: true })) {
-        await runner.query(statement);
-      }
+      if (schema.state === 'missing') await createTable(runner, dialect, schema.kind, schema.table);
     }
     const from = await upgradeOutboxTable(runner, dialect, outbox.table);
     return {

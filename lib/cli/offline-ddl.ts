@@ -1,8 +1,8 @@
-import { DatabaseDialect } from '../dialects/database-dialect';
-import { MysqlDialect } from '../dialects/mysql/mysql.dialect';
+import { mysqlSchemaSql } from '../dialects/mysql/mysql-schema';
 import { describeMysqlServer } from '../dialects/mysql/mysql-server';
-import { PostgresDialect } from '../dialects/postgres/postgres.dialect';
-import { sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl, sqliteOutboxV3Ddl } from '../dialects/sqlite/sqlite-schema';
+import { postgresSchemaSql } from '../dialects/postgres/postgres-schema';
+import { SchemaSql } from '../dialects/schema-sql';
+import { sqliteSchemaSql } from '../dialects/sqlite/sqlite-schema';
 import { tableNameProblem } from '../naming/table-names';
 import { CliUsageError } from './cli-usage.error';
 
@@ -17,12 +17,12 @@ export type DialectName = (typeof DIALECT_NAMES)[number];
  */
 const ASSUMED_SERVER_VERSION: Record<'mysql' | 'mariadb', string> = { mysql: '8.4.0', mariadb: '11.4.0-MariaDB' };
 
-/** Where DDL comes from: a dialect's statement builders, and how it names a table. */
+/** Where DDL comes from: a database's schema SQL, and how it names a table. */
 export interface DdlSource {
   name: DialectName;
   /** For the script's header: the database and server the statements are written for. */
   description: string;
-  ddl: Pick<DatabaseDialect, 'outboxTableDdl' | 'outboxV2Ddl' | 'outboxV3Ddl' | 'inboxTableDdl' | 'identifierLimit'>;
+  ddl: SchemaSql;
   /** The table as statements name it: quoted, qualified with the schema when one is given. */
   quoted(table: string): string;
 }
@@ -41,20 +41,15 @@ export function offlineDdlSource(name: DialectName, options: { schema?: string; 
   }
   switch (name) {
     case 'postgres':
-      return { name, description: 'PostgreSQL', ddl: new PostgresDialect(), quoted };
+      return { name, description: 'PostgreSQL', ddl: postgresSchemaSql, quoted };
     case 'sqlite':
-      return {
-        name,
-        description: 'SQLite 3.38 or later',
-        ddl: { outboxTableDdl: sqliteOutboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, outboxV3Ddl: sqliteOutboxV3Ddl, inboxTableDdl: sqliteInboxTableDdl },
-        quoted,
-      };
+      return { name, description: 'SQLite 3.38 or later', ddl: sqliteSchemaSql, quoted };
     case 'mysql':
     case 'mariadb': {
       const server = describeMysqlServer(serverVersionText(name, options.serverVersion));
       const assumed = options.serverVersion === undefined ? ' (assumed; --server-version or -d for another server)' : '';
       const description = `${name === 'mysql' ? 'MySQL' : 'MariaDB'} ${server.version}${assumed}, collation ${server.collation}`;
-      return { name, description, ddl: new MysqlDialect(server), quoted };
+      return { name, description, ddl: mysqlSchemaSql(server), quoted };
     }
   }
 }

@@ -1,4 +1,4 @@
-import { ParkedKey } from '../engine/state-table';
+import { ParkedKey } from '../engine/message-views';
 import { COMMON_OPTIONS_HELP, integerOption } from './cli-arguments';
 import { CliCommand, ExitCode } from './cli-command';
 import { withConnection } from './cli-connection';

@@ -1,4 +1,4 @@
-import { TableDdl } from '../dialects/database-dialect';
+import { createTableDdl, TableDdl } from '../dialects/schema-sql';
 import { MysqlDialect } from '../dialects/mysql/mysql.dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
 import { TableNames } from '../naming/table-names';
@@ -113,14 +113,14 @@ function versionRange(values: OptionValues): { from: number; to: number } {
 function connectedDdlSource({ dataSource, dialect }: CliConnection): DdlSource {
   const type = dataSource.driver.options.type;
   const name: DialectName = dialect instanceof MysqlDialect ? dialect.server.flavor : type === 'postgres' ? 'postgres' : 'sqlite';
-  return { name, description: dialect.description, ddl: dialect, quoted: (table) => qualifiedTable(dataSource, table) };
+  return { name, description: dialect.description, ddl: dialect.schemaSql, quoted: (table) => qualifiedTable(dataSource, table) };
 }
 
 /** Each version's statements, in the order the migrations apply them. */
 export function statementsBetween(source: DdlSource, tables: TableNames, range: { from: number; to: number }, ifNotExists: boolean): string[] {
   const request = (table: string): TableDdl => ({ table, quoted: source.quoted(table), ifNotExists });
   const versions: Record<number, () => string[]> = {
-    1: () => [...source.ddl.outboxTableDdl(request(tables.outbox)), ...source.ddl.inboxTableDdl(request(tables.inbox))],
+    1: () => [...createTableDdl(source.ddl, 'outbox', request(tables.outbox)), ...createTableDdl(source.ddl, 'inbox', request(tables.inbox))],
     2: () => source.ddl.outboxV2Ddl(request(tables.outbox)),
     3: () => source.ddl.outboxV3Ddl(request(tables.outbox)),
   };

@@ -1,4 +1,5 @@
-import { ListedMessage, ListWindow, MessageFilter } from '../engine/state-table';
+import { ListWindow, MessageFilter } from '../engine/state-table';
+import { ListedMessage } from '../engine/message-views';
 import { MessageScope } from './message-ref-sql';
 import { filterConditions, FilterFlavour, SqlParams } from './message-filter-sql';
 

@@ -1,7 +1,9 @@
-import { MessageDetail, MessageFilter, MessageRef } from '../engine/state-table';
+import { MessageFilter, MessageRef } from '../engine/state-table';
+import { MessageDetail } from '../engine/message-views';
 import { filterConditions, FilterFlavour, SqlParams } from './message-filter-sql';
 import { messageRefFilter, MessageScope } from './message-ref-sql';
 import { StateTableFlavour } from './state-table-flavour';
+import { SqlQuery } from './sql-query';
 
 /** The time columns a message's detail shows, each selected under its own name. */
 const DETAIL_TIMES = ['created_at', 'processed_at', 'next_attempt_at', 'claimed_at'];
@@ -10,7 +12,7 @@ const DETAIL_TIMES = ['created_at', 'processed_at', 'next_attempt_at', 'claimed_
  * The statement reading one message whole (payload, headers and the claim columns besides what a
  * listing shows), by message id (and consumer, in the inbox).
  */
-export function messageDetailSql(table: string, scope: MessageScope, ref: MessageRef, flavour: StateTableFlavour): { sql: string; params: unknown[] } {
+export function messageDetailSql(table: string, scope: MessageScope, ref: MessageRef, flavour: StateTableFlavour): SqlQuery {
   const filter = messageRefFilter(scope, ref, flavour.filter.placeholder);
   const time = flavour.selectTime ? (column: string) => flavour.selectTime!(column, column) : (column: string) => column;
   const ownColumns = scope ? scope : 'transport, destination';

@@ -1,5 +1,6 @@
 import { DataSource, EntityManager } from 'typeorm';
-import { AttemptedClaim, MessageState, StateTable } from '../engine/state-table';
+import { AttemptedClaim, StateTable } from '../engine/state-table';
+import { OutboxMessageQuery, OutboxMessageState } from '../engine/message-views';
 import { NewOutboxRow } from '../message/validate-message';
 import { SqlTarget } from './sql-executor';
 
@@ -30,22 +31,6 @@ export interface InsertedClaimedRow {
   id: string;
   createdAt: Date;
 }
-
-/** Where an outbox message stands, for operators and for code that explains a refusal. */
-export type OutboxMessageState = MessageState;
-
-/** Finds a message by its id, or by its business key and type. */
-export type OutboxMessageQuery =
-  | {
-      /** The message's id. */
-      messageId: string;
-    }
-  | {
-      /** The business key it was published with. */
-      bizKey: string;
-      /** Its type: `(type, bizKey)` is unique. */
-      type: string;
-    };
 
 /**
  * Every SQL difference between databases, for one outbox table (with the shared state-machine

@@ -1,7 +1,8 @@
-import { ExpiredClaim, ParkedKey } from '../engine/state-table';
+import { ExpiredClaim } from '../engine/state-table';
+import { OutboxMessageState, ParkedKey } from '../engine/message-views';
 import { StatusSummary } from '../engine/status-summary';
 import { ClaimedInboxMessage } from './inbox-dialect';
-import { ClaimedMessage, OutboxMessageState } from './outbox-dialect';
+import { ClaimedMessage } from './outbox-dialect';
 import { attemptsColumn, jsonObjectColumn, maxAttemptsColumn, optionalTextColumn, textColumn, timeColumn } from './unreadable-row';
 
 /*

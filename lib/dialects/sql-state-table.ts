@@ -8,16 +8,13 @@ import {
   ExpiredClaim,
   FailedSettlement,
   HealthCounts,
-  ListedMessage,
   ListWindow,
   MessageChange,
-  MessageDetail,
   MessageFilter,
   MessageRef,
-  ParkedKey,
-  RecentActivity,
   StateTable,
 } from '../engine/state-table';
+import { ListedMessage, MessageDetail, ParkedKey, RecentActivity } from '../engine/message-views';
 import { StatusSummary } from '../engine/status-summary';
 import { MessageStatus } from '../message/message-status';
 import { listMessagesSql, toListedMessage } from './listed-message-sql';

@@ -2,6 +2,7 @@ import { ClaimRef } from '../engine/state-table';
 import { MessageScope } from './message-ref-sql';
 import { FilterFlavour } from './message-filter-sql';
 import { SqlTarget } from './sql-executor';
+import { SqlQuery } from './sql-query';
 
 /** A statement's rows, and how many rows it changed (as the database counts them). */
 export interface StatementResult {
@@ -20,12 +21,6 @@ export interface PerClaimValue<T extends ClaimRef> {
 export interface ClaimBatchNames {
   column: (name: string) => string;
   value: (name: string) => string;
-}
-
-/** A statement and its parameters. */
-export interface BuiltStatement {
-  sql: string;
-  params: unknown[];
 }
 
 /**
@@ -72,7 +67,7 @@ export interface StateTableFlavour {
    * One UPDATE of a batch of claims, each row fenced by its claim token and PROCESSING status,
    * with the SET list `set` writes (reading each claim's `values` by name), counted by `run`.
    */
-  updateClaims<T extends ClaimRef>(claims: T[], values: PerClaimValue<T>[], set: (names: ClaimBatchNames) => string): BuiltStatement;
+  updateClaims<T extends ClaimRef>(claims: T[], values: PerClaimValue<T>[], set: (names: ClaimBatchNames) => string): SqlQuery;
 }
 
 /** The `value` of a settle's names where it has no per-claim values: naming one is a bug. */

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { Attributes, BatchObservableResult } from '@opentelemetry/api';
 import { OutboxAdmin } from '../admin/outbox-admin.service';
 import { TableStats } from '../admin/outbox-stats';
-import { ParkedKey } from '../engine/state-table';
+import { ParkedKey } from '../engine/message-views';
 import { InboxConsumers } from '../inbox/inbox-consumers';
 import { describeError } from '../retry/error-classifier';
 import { OutboxTransports } from '../transport/outbox-transports';

@@ -117,7 +117,7 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
         const dialect = await resolveDialect(dataSource);
         // The library's statements run on the application's pool too (publish, inbox transactions).
         dialect.guardConnections?.(dataSource);
-        assertTableNamesFit(dialect.identifierLimit, tables);
+        assertTableNamesFit(dialect.schemaSql.identifierLimit, tables);
         await verifyTablesAtStartup(dataSource, dialect, tables);
         await createTablesAtStartup(dataSource, dialect, tables);
         if (options.retentionMode === 'archive') await prepareArchiveTablesAtStartup(dataSource, dialect, tables);

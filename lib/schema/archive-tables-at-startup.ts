@@ -27,7 +27,7 @@ export async function prepareArchiveTablesAtStartup(dataSource: DataSource, dial
       const columns = await tableColumns(runner, dialect, archive);
       if (columns.size === 0 && synchronizes) {
         // Another process may create it meanwhile: every statement is a no-op on what exists.
-        for (const statement of dialect.archiveTableDdl(kind, { table, quoted: qualifiedTable(dataSource, archive), ifNotExists: true })) {
+        for (const statement of dialect.schemaSql.archiveTableDdl(kind, { table, quoted: qualifiedTable(dataSource, archive), ifNotExists: true })) {
           await runner.query(statement);
         }
         created.push(archive);

@@ -37,10 +37,10 @@ export function createArchiveTablesMigration(options: ArchiveTablesMigrationOpti
 
     async up(runner: QueryRunner): Promise<void> {
       const dialect = await resolveDialect(runner.connection);
-      for (const [kind, table] of tables) assertTableNameFits(kind, table, dialect.identifierLimit);
+      for (const [kind, table] of tables) assertTableNameFits(kind, table, dialect.schemaSql.identifierLimit);
       for (const [kind, table] of tables) {
         const quoted = qualifiedTable(runner.connection, archiveTableName(table));
-        for (const statement of dialect.archiveTableDdl(kind, { table, quoted, ifNotExists: false })) await runner.query(statement);
+        for (const statement of dialect.schemaSql.archiveTableDdl(kind, { table, quoted, ifNotExists: false })) await runner.query(statement);
       }
     }
 

@@ -1,8 +1,9 @@
 import { Logger } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
-import { tableDdl } from './table-migrations';
+import { createTableDdl } from '../dialects/schema-sql';
+import { TableKind } from '../naming/index-names';
 import { LATEST_OUTBOX_VERSION, tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-schema-version';
 import { outboxUpgradeSummary } from './outbox-upgrade-summary';
 
@@ -25,9 +26,7 @@ export async function createTablesAtStartup(dataSource: DataSource, dialect: Dat
       // index version 2 dropped. Another process may create it meanwhile: every statement is a
       // no-op on what exists.
       if ((await tableColumns(runner, dialect, table)).size > 0) continue;
-      for (const statement of tableDdl(dialect, kind, { table, quoted: qualifiedTable(dataSource, table), ifNotExists: true })) {
-        await runner.query(statement);
-      }
+      await createTable(runner, dialect, kind, table);
       created.push(table);
     }
     return upgradeOutboxTable(runner, dialect, tables.outbox);
@@ -40,5 +39,15 @@ export async function createTablesAtStartup(dataSource: DataSource, dialect: Dat
     logger.log(
       `Upgraded the outbox table ${tables.outbox} from schema version ${upgradedFrom} to ${LATEST_OUTBOX_VERSION} (${outboxUpgradeSummary(upgradedFrom)})`,
     );
+  }
+}
+
+/**
+ * Creates a table of `kind` at schema version 1, with `IF NOT EXISTS`: every statement is a no-op
+ * on what another process creates meanwhile. Start-up creation and `migrate` run it.
+ */
+export async function createTable(runner: QueryRunner, dialect: DatabaseDialect, kind: TableKind, table: string): Promise<void> {
+  for (const statement of createTableDdl(dialect.schemaSql, kind, { table, quoted: qualifiedTable(runner.connection, table), ifNotExists: true })) {
+    await runner.query(statement);
   }
 }

@@ -1,15 +1,12 @@
 import { DataSource, QueryRunner } from 'typeorm';
 import { DatabaseDialect } from '../dialects/database-dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
-import { TABLE_COLUMNS } from './table-columns';
+import { OUTBOX_V2_COLUMNS, TABLE_COLUMNS } from './table-columns';
 import { tableLocation } from './table-location';
-
-/** The columns schema version 2 added to the outbox table: a table without them is of version 1. */
-export const OUTBOX_V2_COLUMNS: readonly string[] = ['transport', 'destination'];
 
 /** The lower-cased names of the table's columns; none when it does not exist. */
 export async function tableColumns(runner: QueryRunner, dialect: DatabaseDialect, table: string): Promise<Set<string>> {
-  const query = dialect.tableColumnsQuery(tableLocation(runner.connection, table));
+  const query = dialect.schemaSql.tableColumnsQuery(tableLocation(runner.connection, table));
   const rows = (await runner.query(query.sql, query.params)) as { name: string }[];
   return new Set(rows.map((row) => row.name.toLowerCase()));
 }
@@ -36,8 +33,9 @@ export const LATEST_OUTBOX_VERSION = 3;
  * DDL; never where the dialect's version 3 is its version 2, nor for a table of another shape.
  */
 export async function isOutboxV3Pending(runner: QueryRunner, dialect: DatabaseDialect, table: string, columns: Set<string>): Promise<boolean> {
-  if (!dialect.outboxV3PendingQuery || !TABLE_COLUMNS.outbox.every((column) => columns.has(column))) return false;
-  const query = dialect.outboxV3PendingQuery(tableLocation(runner.connection, table));
+  const { schemaSql } = dialect;
+  if (!schemaSql.outboxV3PendingQuery || !TABLE_COLUMNS.outbox.every((column) => columns.has(column))) return false;
+  const query = schemaSql.outboxV3PendingQuery(tableLocation(runner.connection, table));
   return ((await runner.query(query.sql, query.params)) as unknown[]).length > 0;
 }
 
@@ -59,7 +57,7 @@ export async function upgradeOutboxTable(
   let columns = await tableColumns(runner, dialect, table);
   if (isOutboxV1(columns)) {
     try {
-      for (const statement of dialect.outboxV2Ddl(request)) await runner.query(statement);
+      for (const statement of dialect.schemaSql.outboxV2Ddl(request)) await runner.query(statement);
       from = 1;
     } catch (error) {
       if (isOutboxV1(await tableColumns(runner, dialect, table))) throw error;
@@ -67,7 +65,7 @@ export async function upgradeOutboxTable(
     columns = await tableColumns(runner, dialect, table);
   }
   if (to >= 3 && (await isOutboxV3Pending(runner, dialect, table, columns))) {
-    for (const statement of dialect.outboxV3Ddl(request)) await runner.query(statement);
+    for (const statement of dialect.schemaSql.outboxV3Ddl(request)) await runner.query(statement);
     from ??= 2;
   }
   return from;

@@ -14,6 +14,9 @@ const STATE_COLUMNS = [
   'processed_at',
 ];
 
+/** The columns schema version 2 added to the outbox table: a table without them is of version 1. */
+export const OUTBOX_V2_COLUMNS: readonly string[] = ['transport', 'destination'];
+
 /**
  * The columns the library reads and writes, per table, as every dialect's DDL creates them. A
  * table lacking any of them is not one of the library's (or is of an older schema version).
@@ -30,9 +33,7 @@ export const TABLE_COLUMNS: Record<TableKind, readonly string[]> = {
     'payload',
     'headers',
     ...STATE_COLUMNS,
-    // Schema version 2.
-    'transport',
-    'destination',
+    ...OUTBOX_V2_COLUMNS,
   ],
   inbox: ['id', 'consumer', 'message_id', 'message_type', 'biz_key', 'ordering_key', 'exchange', 'routing_key', 'payload', 'headers', ...STATE_COLUMNS],
 };

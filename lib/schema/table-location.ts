@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { TableLocation } from '../dialects/database-dialect';
+import { TableLocation } from '../dialects/schema-sql';
 import { qualifiedTable } from '../dialects/resolve-dialect';
 
 /** Where the library's statements find the table `name` of `dataSource`. */

@@ -1,6 +1,7 @@
 import { MigrationInterface, QueryRunner } from 'typeorm';
 import { qualifiedTable, resolveDialect } from '../dialects/resolve-dialect';
-import { DatabaseDialect, TableDdl } from '../dialects/database-dialect';
+import { createTableDdl } from '../dialects/schema-sql';
+import { TableKind } from '../naming/index-names';
 import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../naming/table-names';
 import { assertTableNameFits } from './table-name-limits';
 import { upgradeOutboxTable } from './outbox-schema-version';
@@ -9,21 +10,24 @@ import { OutboxError } from '../errors';
 /** A migration class, as TypeORM's `migrations` option takes it. */
 export type MigrationClass = new () => MigrationInterface;
 
-type TableKind = 'outbox' | 'inbox';
+/**
+ * How the migration creating a table of `kind` is named: this label, the table, the timestamp.
+ * The command line finds it by this name in a DataSource's migrations.
+ */
+export const CREATING_MIGRATION_LABEL: Record<TableKind, string> = { outbox: 'CreateOutboxTable', inbox: 'CreateInboxTable' };
 
 /**
  * Builds the migration that creates one of the library's tables with its indexes, in the SQL of
  * the database it runs on. Start-up creation under `synchronize` runs the same statements.
  */
 function createTableMigration(kind: TableKind, table: string, timestamp: number): MigrationClass {
-  const label = kind === 'outbox' ? 'CreateOutboxTable' : 'CreateInboxTable';
   return class CreateTable implements MigrationInterface {
-    name = `${label}_${table}${timestamp}`;
+    name = `${CREATING_MIGRATION_LABEL[kind]}_${table}${timestamp}`;
 
     async up(runner: QueryRunner): Promise<void> {
       const dialect = await resolveDialect(runner.connection);
-      assertTableNameFits(kind, table, dialect.identifierLimit);
-      for (const statement of tableDdl(dialect, kind, { table, quoted: qualifiedTable(runner.connection, table), ifNotExists: false })) {
+      assertTableNameFits(kind, table, dialect.schemaSql.identifierLimit);
+      for (const statement of createTableDdl(dialect.schemaSql, kind, { table, quoted: qualifiedTable(runner.connection, table), ifNotExists: false })) {
         await runner.query(statement);
       }
     }
@@ -32,11 +36,6 @@ function createTableMigration(kind: TableKind, table: string, timestamp: number)
       await runner.query(`DROP TABLE ${qualifiedTable(runner.connection, table)}`);
     }
   };
-}
-
-/** The statements creating a table of `kind`. */
-export function tableDdl(dialect: DatabaseDialect, kind: TableKind, request: TableDdl): string[] {
-  return kind === 'outbox' ? dialect.outboxTableDdl(request) : dialect.inboxTableDdl(request);
 }
 
 /** The migration creating the outbox table (PostgreSQL, MySQL/MariaDB or SQLite, as it runs). */
@@ -92,7 +91,7 @@ export function createOutboxTableV3Migration(tableName: string = DEFAULT_OUTBOX_
 
     async down(runner: QueryRunner): Promise<void> {
       const dialect = await resolveDialect(runner.connection);
-      for (const statement of dialect.outboxV3RevertDdl?.({ table, quoted: qualifiedTable(runner.connection, table), ifNotExists: false }) ?? []) {
+      for (const statement of dialect.schemaSql.outboxV3RevertDdl?.({ table, quoted: qualifiedTable(runner.connection, table), ifNotExists: false }) ?? []) {
         await runner.query(statement);
       }
     }

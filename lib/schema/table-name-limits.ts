@@ -1,4 +1,4 @@
-import { IdentifierLimit } from '../dialects/database-dialect';
+import { IdentifierLimit } from '../dialects/schema-sql';
 import { longestDerivedName, TableKind } from '../naming/index-names';
 import { OutboxOptionsError } from '../errors';
 import { MAX_TABLE_NAME_LENGTH, tableNameOption, TableNames } from '../naming/table-names';

@@ -1,7 +1,6 @@
 import { TableKind } from '../naming/index-names';
 import { tableNameOption } from '../naming/table-names';
-import { OUTBOX_V2_COLUMNS } from './outbox-schema-version';
-import { TABLE_COLUMNS } from './table-columns';
+import { OUTBOX_V2_COLUMNS, TABLE_COLUMNS } from './table-columns';
 
 /**
  * What is wrong with the table named for `kind`, given the columns the database lists for it

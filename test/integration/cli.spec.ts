@@ -6,12 +6,12 @@ import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration, MessageStatus } from '../../lib';
-import { DatabaseDialect, TableDdl } from '../../lib/dialects/database-dialect';
-import { MysqlDialect } from '../../lib/dialects/mysql/mysql.dialect';
+import { mysqlSchemaSql } from '../../lib/dialects/mysql/mysql-schema';
 import { describeMysqlServer } from '../../lib/dialects/mysql/mysql-server';
-import { PostgresDialect } from '../../lib/dialects/postgres/postgres.dialect';
+import { postgresSchemaSql } from '../../lib/dialects/postgres/postgres-schema';
 import { qualifiedTable, resolveDialect } from '../../lib/dialects/resolve-dialect';
-import { sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl } from '../../lib/dialects/sqlite/sqlite-schema';
+import { SchemaSql, TableDdl } from '../../lib/dialects/schema-sql';
+import { sqliteSchemaSql } from '../../lib/dialects/sqlite/sqlite-schema';
 import { testDatabase } from '../support/database';
 import { runMigrations } from '../support/run-migrations';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
@@ -204,19 +204,15 @@ describe('nestjs-outbox CLI', () => {
     'prints each dialect\'s DDL, one statement per ";" and newline, without a connection or from the DataSource\'s',
     async () => {
       const quotedBy = (quote: string) => (table: string) => `${quote}${table}${quote}`;
-      const offline: [string, Pick<DatabaseDialect, 'outboxTableDdl' | 'inboxTableDdl' | 'outboxV2Ddl' | 'outboxV3Ddl'>, (table: string) => string][] = [
-        ['postgres', new PostgresDialect(), quotedBy('"')],
-        ['mysql', new MysqlDialect(describeMysqlServer('8.4.0')), quotedBy('`')],
-        ['mariadb', new MysqlDialect(describeMysqlServer('11.4.0-MariaDB')), quotedBy('`')],
-        [
-          'sqlite',
-          { outboxTableDdl: sqliteOutboxTableDdl, inboxTableDdl: sqliteInboxTableDdl, outboxV2Ddl: sqliteOutboxV2Ddl, outboxV3Ddl: () => [] },
-          quotedBy('"'),
-        ],
+      const offline: [string, SchemaSql, (table: string) => string][] = [
+        ['postgres', postgresSchemaSql, quotedBy('"')],
+        ['mysql', mysqlSchemaSql(describeMysqlServer('8.4.0')), quotedBy('`')],
+        ['mariadb', mysqlSchemaSql(describeMysqlServer('11.4.0-MariaDB')), quotedBy('`')],
+        ['sqlite', sqliteSchemaSql, quotedBy('"')],
       ];
       const dataSource = new DataSource({ ...database.dataSourceOptions(), synchronize: false });
       await dataSource.initialize();
-      const connected = await resolveDialect(dataSource);
+      const connected = (await resolveDialect(dataSource)).schemaSql;
       const connectedQuote = (table: string) => qualifiedTable(dataSource, table);
       await dataSource.destroy();
 
@@ -242,11 +238,11 @@ describe('nestjs-outbox CLI', () => {
         dialect: 'postgres',
         from: 1,
         to: 2,
-        statements: new PostgresDialect().outboxV2Ddl(request('outbox_message', quotedBy('"'))),
+        statements: postgresSchemaSql.outboxV2Ddl(request('outbox_message', quotedBy('"'))),
       });
       // Version 3 is one statement (a DO block), so atomic even when psql runs the script without a transaction.
       const [, v3Body] = splitHeader(v3Only.stdout);
-      expect(v3Body).toBe(`${new PostgresDialect().outboxV3Ddl(request('outbox_message', quotedBy('"')))[0]};\n`);
+      expect(v3Body).toBe(`${postgresSchemaSql.outboxV3Ddl(request('outbox_message', quotedBy('"')))[0]};\n`);
       expect(v3Body).toMatch(/^DO \$outbox_v3\$ BEGIN\n/);
       expect(v3OnMariadb).toMatchObject({ code: 0, stderr: '' });
       expect(v3OnMariadb.stdout).toContain('-- nothing to run: on this database version 3 is version 2\n');
@@ -539,10 +535,7 @@ function request(table: string, quote: (table: string) => string): TableDdl {
 }
 
 /** Version 1's statements, both tables, then the upgrades: what `sql` prints by default. */
-function allStatements(
-  ddl: Pick<DatabaseDialect, 'outboxTableDdl' | 'inboxTableDdl' | 'outboxV2Ddl' | 'outboxV3Ddl'>,
-  quote: (table: string) => string,
-): string[] {
+function allStatements(ddl: SchemaSql, quote: (table: string) => string): string[] {
   return [
     ...ddl.outboxTableDdl(request('outbox_message', quote)),
     ...ddl.inboxTableDdl(request('inbox_message', quote)),

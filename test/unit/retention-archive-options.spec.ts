@@ -1,22 +1,22 @@
 import { createArchiveTablesMigration, OutboxOptionsError } from '../../lib';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
-import { DatabaseDialect, IdentifierLimit } from '../../lib/dialects/database-dialect';
+import { IdentifierLimit, SchemaSql } from '../../lib/dialects/schema-sql';
 import { archiveNames, TableKind } from '../../lib/naming/index-names';
-import { MysqlDialect } from '../../lib/dialects/mysql/mysql.dialect';
+import { mysqlSchemaSql } from '../../lib/dialects/mysql/mysql-schema';
 import { describeMysqlServer } from '../../lib/dialects/mysql/mysql-server';
-import { PostgresDialect } from '../../lib/dialects/postgres/postgres.dialect';
-import { SqliteDialect } from '../../lib/dialects/sqlite/sqlite.dialect';
+import { postgresSchemaSql } from '../../lib/dialects/postgres/postgres-schema';
+import { sqliteSchemaSql } from '../../lib/dialects/sqlite/sqlite-schema';
 import { tableNamesClash } from '../../lib/naming/table-names';
 import { archiveShapeProblem } from '../../lib/schema/archive-tables-at-startup';
 import { archiveColumns, TABLE_COLUMNS } from '../../lib/schema/table-columns';
 import { longestTableName } from '../../lib/schema/table-name-limits';
 import { optionProblems } from '../support/option-problems';
 
-const DIALECTS: Record<string, DatabaseDialect> = {
-  postgres: new PostgresDialect(),
-  mariadb: new MysqlDialect(describeMysqlServer('10.11.19-MariaDB-0+deb12u1')),
-  mysql: new MysqlDialect(describeMysqlServer('8.0.36')),
-  sqlite: new SqliteDialect({} as never, '3.45.0'),
+const DIALECTS: Record<string, SchemaSql> = {
+  postgres: postgresSchemaSql,
+  mariadb: mysqlSchemaSql(describeMysqlServer('10.11.19-MariaDB-0+deb12u1')),
+  mysql: mysqlSchemaSql(describeMysqlServer('8.0.36')),
+  sqlite: sqliteSchemaSql,
 };
 const KINDS: TableKind[] = ['outbox', 'inbox'];
 const TABLES = { outbox: 'outbox_message', inbox: 'inbox_message' };

@@ -1,22 +1,22 @@
 import { OutboxModule, OutboxOptionsError, OutboxTransport } from '../../lib';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
-import { DatabaseDialect, IdentifierLimit, TableDdl } from '../../lib/dialects/database-dialect';
+import { IdentifierLimit, SchemaSql, TableDdl } from '../../lib/dialects/schema-sql';
 import { derivedNames, longestDerivedName, TableKind } from '../../lib/naming/index-names';
-import { MysqlDialect } from '../../lib/dialects/mysql/mysql.dialect';
+import { mysqlSchemaSql } from '../../lib/dialects/mysql/mysql-schema';
 import { describeMysqlServer } from '../../lib/dialects/mysql/mysql-server';
-import { PostgresDialect } from '../../lib/dialects/postgres/postgres.dialect';
-import { SqliteDialect } from '../../lib/dialects/sqlite/sqlite.dialect';
+import { postgresSchemaSql } from '../../lib/dialects/postgres/postgres-schema';
+import { sqliteSchemaSql } from '../../lib/dialects/sqlite/sqlite-schema';
 import { staticOptionProblems } from '../../lib/options/validate-static-options';
-import { isOutboxV1, OUTBOX_V2_COLUMNS } from '../../lib/schema/outbox-schema-version';
-import { TABLE_COLUMNS } from '../../lib/schema/table-columns';
+import { isOutboxV1 } from '../../lib/schema/outbox-schema-version';
+import { OUTBOX_V2_COLUMNS, TABLE_COLUMNS } from '../../lib/schema/table-columns';
 import { assertTableNamesFit, longestTableName, tableNameLengthProblem } from '../../lib/schema/table-name-limits';
 import { tableShapeProblem } from '../../lib/schema/table-shape';
 
-const DIALECTS: Record<string, DatabaseDialect> = {
-  postgres: new PostgresDialect(),
-  mariadb: new MysqlDialect(describeMysqlServer('10.11.19-MariaDB-0+deb12u1')),
-  mysql: new MysqlDialect(describeMysqlServer('8.0.36')),
-  sqlite: new SqliteDialect({} as never, '3.45.0'),
+const DIALECTS: Record<string, SchemaSql> = {
+  postgres: postgresSchemaSql,
+  mariadb: mysqlSchemaSql(describeMysqlServer('10.11.19-MariaDB-0+deb12u1')),
+  mysql: mysqlSchemaSql(describeMysqlServer('8.0.36')),
+  sqlite: sqliteSchemaSql,
 };
 
 /** How long a table name may be, per database and table kind. */

@@ -1,4 +1,5 @@
-import { CHANGEABLE_STATUSES, MessageDetail } from '../../engine/state-table';
+import { CHANGEABLE_STATUSES } from '../../engine/state-table';
+import { MessageDetail } from '../../engine/message-views';
 import { boardHref, cutForDisplay, html, SafeHtml } from '../html';
 import { BoardView } from './board-view';
 import { layout, shownTime } from './layout';

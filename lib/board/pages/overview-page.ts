@@ -1,5 +1,5 @@
 import { OutboxActivity, OutboxStats, TableStats } from '../../admin/outbox-stats';
-import { ParkedKey } from '../../engine/state-table';
+import { ParkedKey } from '../../engine/message-views';
 import { MessageStatus } from '../../message/message-status';
 import { boardHref, cutForDisplay, html, SafeHtml } from '../html';
 import { BoardView } from './board-view';

@@ -1,4 +1,5 @@
-import { TableDdl } from '../database-dialect';
+import { SchemaSql, TableDdl, TableLocation } from '../schema-sql';
+import { SqlQuery } from '../sql-query';
 import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../../naming/index-names';
 import { MysqlServer } from './mysql-server';
 
@@ -79,7 +80,7 @@ function tableOptions(collation: string): string {
  * indexes inline, so that `IF NOT EXISTS` makes the whole of it idempotent (MySQL has no
  * `CREATE INDEX IF NOT EXISTS`). The primary key is always named PRIMARY.
  */
-export function mysqlOutboxTableDdl(request: TableDdl, server: MysqlServer): string[] {
+function mysqlOutboxTableDdl(request: TableDdl, server: MysqlServer): string[] {
   const names = outboxIndexNames(request.table);
   return [
     `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
@@ -91,7 +92,7 @@ export function mysqlOutboxTableDdl(request: TableDdl, server: MysqlServer): str
   ];
 }
 
-export function mysqlInboxTableDdl(request: TableDdl, server: MysqlServer): string[] {
+function mysqlInboxTableDdl(request: TableDdl, server: MysqlServer): string[] {
   const names = inboxIndexNames(request.table);
   return [
     `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
@@ -111,7 +112,7 @@ export function mysqlInboxTableDdl(request: TableDdl, server: MysqlServer): stri
  * add the columns in place and build the index online. MySQL has no `ADD COLUMN IF NOT EXISTS`:
  * run only on a table without the columns.
  */
-export function mysqlOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
+function mysqlOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
   return [
     `ALTER TABLE ${quoted}
@@ -130,7 +131,7 @@ export function mysqlOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
  * pruning: operators add the indexes their own queries need. A later schema version of the table
  * adds its columns here too. One statement, as the tables' own.
  */
-export function mysqlArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl, server: MysqlServer): string[] {
+function mysqlArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl, server: MysqlServer): string[] {
   const names = archiveNames(table);
   const defaultNow = server.expressionDefaults ? ' DEFAULT (UTC_TIMESTAMP(6))' : '';
   const messageColumns =
@@ -146,4 +147,31 @@ export function mysqlArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExis
   KEY \`${names.archivedAt}\` (\`archived_at\`)
 ) ${tableOptions(server.collation)}`,
   ];
+}
+
+/** The table in the DataSource's database (the connection's current one). */
+function mysqlTableColumnsQuery(table: TableLocation): SqlQuery {
+  return {
+    sql: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?',
+    params: [table.schema ?? null, table.name],
+  };
+}
+
+/** The tables of MySQL 8 or MariaDB, as `server` supports them. */
+export function mysqlSchemaSql(server: MysqlServer): SchemaSql {
+  return {
+    outboxTableDdl: (request) => mysqlOutboxTableDdl(request, server),
+    outboxV2Ddl: mysqlOutboxV2Ddl,
+    // No partial indexes: version 3 is version 2 here.
+    outboxV3Ddl: () => [],
+    inboxTableDdl: (request) => mysqlInboxTableDdl(request, server),
+    archiveTableDdl: (kind, request) => mysqlArchiveTableDdl(kind, request, server),
+    tableColumnsQuery: mysqlTableColumnsQuery,
+    identifierLimit: {
+      database: server.flavor === 'mariadb' ? 'MariaDB' : 'MySQL',
+      max: 64,
+      unit: 'characters',
+      beyond: 'refuses longer identifiers, so creating the table would fail',
+    },
+  };
 }

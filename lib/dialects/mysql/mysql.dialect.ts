@@ -1,14 +1,14 @@
 import { Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { DatabaseDialect, IdentifierLimit, SqlQuery, TableDdl, TableLocation } from '../database-dialect';
+import { DatabaseDialect } from '../database-dialect';
+import { SchemaSql } from '../schema-sql';
 import { InboxDialect } from '../inbox-dialect';
-import { TableKind } from '../../naming/index-names';
 import { OutboxDialect } from '../outbox-dialect';
 import { MysqlClaimStrategy } from './mysql-claim';
 import { ConditionalUpdateClaim } from './mysql-conditional-claim';
 import { MysqlInboxDialect } from './mysql-inbox.dialect';
 import { MysqlOutboxDialect } from './mysql-outbox.dialect';
-import { mysqlArchiveTableDdl, mysqlInboxTableDdl, mysqlOutboxTableDdl, mysqlOutboxV2Ddl } from './mysql-schema';
+import { mysqlSchemaSql } from './mysql-schema';
 import { detectMysqlServer, MysqlServer } from './mysql-server';
 import { SkipLockedClaim } from './mysql-skip-locked-claim';
 import { mysqlReportsNoTransaction, rollsBackMysqlTransaction } from './mysql-transaction-state';
@@ -21,7 +21,7 @@ import { mysqlReportsNoTransaction, rollsBackMysqlTransaction } from './mysql-tr
 export class MysqlDialect implements DatabaseDialect {
   readonly description: string;
   readonly opensWorkerPool = true;
-  readonly identifierLimit: IdentifierLimit;
+  readonly schemaSql: SchemaSql;
 
   /** @param claimStrategy how rows are claimed; by default the best the server supports */
   constructor(
@@ -29,16 +29,7 @@ export class MysqlDialect implements DatabaseDialect {
     readonly claimStrategy: MysqlClaimStrategy = defaultClaimStrategy(server),
   ) {
     this.description = `${server.flavor} ${server.version} (${claimStrategy.name})`;
-    const database = server.flavor === 'mariadb' ? 'MariaDB' : 'MySQL';
-    this.identifierLimit = { database, max: 64, unit: 'characters', beyond: 'refuses longer identifiers, so creating the table would fail' };
-  }
-
-  /** The table in the DataSource's database (the connection's current one). */
-  tableColumnsQuery(table: TableLocation): SqlQuery {
-    return {
-      sql: 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?',
-      params: [table.schema ?? null, table.name],
-    };
+    this.schemaSql = mysqlSchemaSql(server);
   }
 
   /** A deadlock, a full lock table, and a lock wait timeout where the server is set to roll back on it. */
@@ -57,27 +48,6 @@ export class MysqlDialect implements DatabaseDialect {
 
   inbox(quotedTable: string): InboxDialect {
     return new MysqlInboxDialect(quotedTable, this.claimStrategy);
-  }
-
-  outboxTableDdl(request: TableDdl): string[] {
-    return mysqlOutboxTableDdl(request, this.server);
-  }
-
-  outboxV2Ddl(request: TableDdl): string[] {
-    return mysqlOutboxV2Ddl(request);
-  }
-
-  /** No partial indexes: version 3 is version 2 here. */
-  outboxV3Ddl(): string[] {
-    return [];
-  }
-
-  inboxTableDdl(request: TableDdl): string[] {
-    return mysqlInboxTableDdl(request, this.server);
-  }
-
-  archiveTableDdl(kind: TableKind, request: TableDdl): string[] {
-    return mysqlArchiveTableDdl(kind, request, this.server);
   }
 }
 

@@ -1,4 +1,5 @@
-import { TableDdl } from '../database-dialect';
+import { SchemaSql, TableDdl, TableLocation } from '../schema-sql';
+import { SqlQuery } from '../sql-query';
 import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../../naming/index-names';
 import { CLAIMABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 
@@ -57,7 +58,7 @@ function stateIndexes({ table, quoted, ifNotExists }: TableDdl, orderingScope: s
   ];
 }
 
-export function postgresOutboxTableDdl(request: TableDdl): string[] {
+function postgresOutboxTableDdl(request: TableDdl): string[] {
   const names = outboxIndexNames(request.table);
   return [
     `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
@@ -71,7 +72,7 @@ export function postgresOutboxTableDdl(request: TableDdl): string[] {
   ];
 }
 
-export function postgresInboxTableDdl(request: TableDdl): string[] {
+function postgresInboxTableDdl(request: TableDdl): string[] {
   const names = inboxIndexNames(request.table);
   const ine = request.ifNotExists ? 'IF NOT EXISTS ' : '';
   return [
@@ -98,7 +99,7 @@ export function postgresInboxTableDdl(request: TableDdl): string[] {
  * column with a constant default is a catalog change; the index build reads the table once
  * (claimable rows only) and blocks writes meanwhile. Every statement is idempotent.
  */
-export function postgresOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
+function postgresOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
   return [
     `ALTER TABLE ${quoted} ADD COLUMN IF NOT EXISTS ${TRANSPORT_COLUMN}`,
@@ -118,7 +119,7 @@ export function postgresOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
  * in between when a duplicate business key could be inserted. The build reads the table once
  * (its rows with a business key enter the index) and blocks writes meanwhile. Idempotent.
  */
-export function postgresOutboxV3Ddl({ table, quoted }: TableDdl): string[] {
+function postgresOutboxV3Ddl({ table, quoted }: TableDdl): string[] {
   const { typeBizKey } = outboxIndexNames(table);
   return [
     `DO $outbox_v3$ BEGIN
@@ -129,7 +130,7 @@ END $outbox_v3$`,
 }
 
 /** Version 3 undone: the business-key unique key as a constraint over every row again. One statement. */
-export function postgresOutboxV3RevertDdl({ table, quoted }: TableDdl): string[] {
+function postgresOutboxV3RevertDdl({ table, quoted }: TableDdl): string[] {
   const { typeBizKey } = outboxIndexNames(table);
   // An index lives in its table's schema: qualified as the table is (table names have no dots).
   const schema = quoted.includes('.') ? `${quoted.slice(0, quoted.lastIndexOf('.'))}.` : '';
@@ -142,13 +143,13 @@ END $outbox_v2$`,
 }
 
 /**
- * A row when the outbox table `quoted` still has version 2's business-key unique constraint, so
- * version 3 is pending; none once it is a partial index (or the table does not exist).
+ * A row when the outbox table still has version 2's business-key unique constraint, so version 3
+ * is pending; none once it is a partial index (or the table does not exist).
  */
-export function postgresOutboxV3PendingQuery(quoted: string, table: string): { sql: string; params: unknown[] } {
+function postgresOutboxV3PendingQuery({ quoted, name }: TableLocation): SqlQuery {
   return {
     sql: `SELECT 1 AS pending FROM pg_catalog.pg_constraint WHERE conrelid = to_regclass($1) AND conname = $2 AND contype = 'u'`,
-    params: [quoted, outboxIndexNames(table).typeBizKey],
+    params: [quoted, outboxIndexNames(name).typeBizKey],
   };
 }
 
@@ -160,7 +161,7 @@ export function postgresOutboxV3PendingQuery(quoted: string, table: string): { s
  * pruning: operators add the indexes their own queries need. A later schema version of the table
  * adds its columns here too.
  */
-export function postgresArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl): string[] {
+function postgresArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl): string[] {
   const names = archiveNames(table);
   const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
   const messageColumns =
@@ -177,3 +178,34 @@ export function postgresArchiveTableDdl(kind: TableKind, { table, quoted, ifNotE
     `CREATE INDEX ${ine}"${names.archivedAt}" ON ${quoted} ("archived_at")`,
   ];
 }
+
+/**
+ * The columns from the catalog, through `to_regclass`: it resolves the name as the library's
+ * statements do (the schema, else the search path), and unlike information_schema it lists every
+ * column whatever the user's column privileges.
+ */
+function postgresTableColumnsQuery(table: TableLocation): SqlQuery {
+  return {
+    sql: 'SELECT attname AS name FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped',
+    params: [table.quoted],
+  };
+}
+
+/** PostgreSQL's tables: partial indexes, and the version 3 that makes the business key one of them. */
+export const postgresSchemaSql: SchemaSql = {
+  outboxTableDdl: postgresOutboxTableDdl,
+  outboxV2Ddl: postgresOutboxV2Ddl,
+  outboxV3Ddl: postgresOutboxV3Ddl,
+  outboxV3PendingQuery: postgresOutboxV3PendingQuery,
+  outboxV3RevertDdl: postgresOutboxV3RevertDdl,
+  inboxTableDdl: postgresInboxTableDdl,
+  archiveTableDdl: postgresArchiveTableDdl,
+  tableColumnsQuery: postgresTableColumnsQuery,
+  /** NAMEDATALEN - 1. */
+  identifierLimit: {
+    database: 'PostgreSQL',
+    max: 63,
+    unit: 'bytes',
+    beyond: 'truncates longer identifiers without an error, so the index names of a longer table name would collide',
+  },
+};

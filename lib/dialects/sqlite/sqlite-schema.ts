@@ -1,4 +1,5 @@
-import { TableDdl } from '../database-dialect';
+import { SchemaSql, TableDdl, TableLocation } from '../schema-sql';
+import { SqlQuery } from '../sql-query';
 import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../../naming/index-names';
 import { CLAIMABLE_SQL, UNFINISHED_SQL } from '../status-sql';
 import { SQLITE_NOW } from './sqlite-time';
@@ -68,7 +69,7 @@ function stateIndexes({ table, quoted, ifNotExists }: TableDdl, orderingScope: s
   ];
 }
 
-export function sqliteOutboxTableDdl(request: TableDdl): string[] {
+function sqliteOutboxTableDdl(request: TableDdl): string[] {
   const names = outboxIndexNames(request.table);
   return [
     `CREATE TABLE ${request.ifNotExists ? 'IF NOT EXISTS ' : ''}${request.quoted} (
@@ -82,7 +83,7 @@ export function sqliteOutboxTableDdl(request: TableDdl): string[] {
   ];
 }
 
-export function sqliteInboxTableDdl(request: TableDdl): string[] {
+function sqliteInboxTableDdl(request: TableDdl): string[] {
   const names = inboxIndexNames(request.table);
   const ine = request.ifNotExists ? 'IF NOT EXISTS ' : '';
   return [
@@ -104,7 +105,7 @@ export function sqliteInboxTableDdl(request: TableDdl): string[] {
  * is an index scan of its own claimable rows. SQLite has no `ADD COLUMN IF NOT EXISTS`: run only
  * on a table without the columns.
  */
-export function sqliteOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
+function sqliteOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
   const schema = schemaPrefix(quoted);
   return [
@@ -119,7 +120,7 @@ export function sqliteOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
  * Schema version 3 of the outbox table: none here. The business-key unique constraint is part of
  * the table, which only a rebuild changes, so version 3 is version 2 on SQLite.
  */
-export function sqliteOutboxV3Ddl(): string[] {
+function sqliteOutboxV3Ddl(): string[] {
   return [];
 }
 
@@ -131,7 +132,7 @@ export function sqliteOutboxV3Ddl(): string[] {
  * pruning: operators add the indexes their own queries need. A later schema version of the table
  * adds its columns here too.
  */
-export function sqliteArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl): string[] {
+function sqliteArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExists }: TableDdl): string[] {
   const names = archiveNames(table);
   const ine = ifNotExists ? 'IF NOT EXISTS ' : '';
   const schema = schemaPrefix(quoted);
@@ -154,3 +155,20 @@ export function sqliteArchiveTableDdl(kind: TableKind, { table, quoted, ifNotExi
 function schemaPrefix(quoted: string): string {
   return quoted.includes('".') ? quoted.slice(0, quoted.lastIndexOf('".') + 2) : '';
 }
+
+/** The columns from `pragma_table_info`, in the attached schema the DataSource names where it names one. */
+function sqliteTableColumnsQuery(table: TableLocation): SqlQuery {
+  return table.schema
+    ? { sql: 'SELECT name FROM pragma_table_info(?, ?)', params: [table.name, table.schema] }
+    : { sql: 'SELECT name FROM pragma_table_info(?)', params: [table.name] };
+}
+
+/** SQLite's tables: INTEGER rowid keys, text times, partial indexes; no identifier limit. */
+export const sqliteSchemaSql: SchemaSql = {
+  outboxTableDdl: sqliteOutboxTableDdl,
+  outboxV2Ddl: sqliteOutboxV2Ddl,
+  outboxV3Ddl: sqliteOutboxV3Ddl,
+  inboxTableDdl: sqliteInboxTableDdl,
+  archiveTableDdl: sqliteArchiveTableDdl,
+  tableColumnsQuery: sqliteTableColumnsQuery,
+};

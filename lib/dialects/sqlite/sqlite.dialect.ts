@@ -1,12 +1,12 @@
 import { DataSource } from 'typeorm';
 import { OutboxError } from '../../errors';
-import { DatabaseDialect, SqlQuery, TableLocation } from '../database-dialect';
+import { DatabaseDialect } from '../database-dialect';
 import { InboxDialect } from '../inbox-dialect';
 import { OutboxDialect } from '../outbox-dialect';
 import { SqliteConnection, sqliteConnectionOf } from './sqlite-connection';
 import { SqliteInboxDialect } from './sqlite-inbox.dialect';
 import { SqliteOutboxDialect } from './sqlite-outbox.dialect';
-import { sqliteArchiveTableDdl, sqliteInboxTableDdl, sqliteOutboxTableDdl, sqliteOutboxV2Ddl, sqliteOutboxV3Ddl } from './sqlite-schema';
+import { sqliteSchemaSql } from './sqlite-schema';
 
 /** `->>` (JSON batches) came in 3.38; RETURNING, UPDATE FROM and upserts before it. */
 const MIN_VERSION = [3, 38];
@@ -21,6 +21,7 @@ export class SqliteDialect implements DatabaseDialect {
   readonly description: string;
   /** TypeORM holds the one connection; a second one could not see what the application sees without it committing (and `:memory:` databases have no second). */
   readonly opensWorkerPool = false;
+  readonly schemaSql = sqliteSchemaSql;
 
   constructor(
     private readonly connection: SqliteConnection,
@@ -40,18 +41,6 @@ export class SqliteDialect implements DatabaseDialect {
   runTransactionsOneAtATime<T>(work: () => Promise<T>): Promise<T> {
     return this.connection.transactionGate.run(work);
   }
-
-  tableColumnsQuery(table: TableLocation): SqlQuery {
-    return table.schema
-      ? { sql: 'SELECT name FROM pragma_table_info(?, ?)', params: [table.name, table.schema] }
-      : { sql: 'SELECT name FROM pragma_table_info(?)', params: [table.name] };
-  }
-
-  outboxTableDdl = sqliteOutboxTableDdl;
-  outboxV2Ddl = sqliteOutboxV2Ddl;
-  outboxV3Ddl = sqliteOutboxV3Ddl;
-  inboxTableDdl = sqliteInboxTableDdl;
-  archiveTableDdl = sqliteArchiveTableDdl;
 }
 
 /** SQLite through better-sqlite3; refuses a SQLite library too old for the dialect's SQL. */
