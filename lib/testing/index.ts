@@ -1,3 +1,10 @@
+/**
+ * `nestjs-outbox/testing`: an application's own tests without a broker, with a capturing
+ * transport and a kit that dispatches and delivers to inbox handlers.
+ *
+ * @module nestjs-outbox/testing
+ */
+
 export { CapturingOutboxTransport } from './capturing-outbox.transport';
 export type { CapturedMessage, FailedSend, SendFailure } from './capturing-outbox.transport';
 export { OutboxTestKit, OutboxTestKitError, flushOutbox } from './outbox-test-kit';
