@@ -1,4 +1,5 @@
-import { OutboxModule, OutboxOptionsError, OutboxTransport } from '../../lib';
+import { OutboxModule, OutboxOptionsError } from '../../lib';
+import { OutboxTransport } from '../../lib/transport';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
 import { DatabaseDialect, IdentifierLimit, TableDdl } from '../../lib/dialects/database-dialect';
 import { derivedNames, longestDerivedName, TableKind } from '../../lib/naming/index-names';
