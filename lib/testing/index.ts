@@ -11,5 +11,4 @@ export { OutboxTestKit, OutboxTestKitError, flushOutbox } from './outbox-test-ki
 export type { FlushOptions, FlushResult, OutboxTestKitOptions } from './outbox-test-kit';
 export type { LoopbackDelivery, LoopbackOutcome } from './loopback-delivery';
 export type { LoopbackExchangeType } from './amqp-routing';
-export { bindingMatches } from './amqp-routing';
 export { OUTBOX_TEST_OPTIONS } from './outbox-test-options';
