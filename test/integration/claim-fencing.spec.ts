@@ -1,7 +1,8 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { OutboxService, StuckDetector } from '../../lib';
+import { OutboxService } from '../../lib';
+import { StuckDetector } from '../../lib/admin';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
 import { OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { MessageStatus } from '../../lib/message/message-status';

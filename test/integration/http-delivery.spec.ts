@@ -3,7 +3,10 @@ import { createServer, IncomingHttpHeaders, Server, ServerResponse } from 'node:
 import { randomUUID } from 'node:crypto';
 import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
-import { HttpOutboxTransport, OutboxDispatcher, OutboxService, verifyWebhook } from '../../lib';
+import { OutboxService } from '../../lib';
+import { OutboxDispatcher } from '../../lib/admin';
+import { HttpOutboxTransport } from '../../lib/transport';
+import { verifyWebhook } from '../../lib/webhooks';
 import { testDatabase } from '../support/database';
 import { createTestApp, OrderPayments } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';

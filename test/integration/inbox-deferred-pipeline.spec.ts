@@ -16,7 +16,8 @@ import {
 import { Channel, ChannelModel, connect, ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
-import { InboxHandler, InboxWorker } from '../../lib';
+import { InboxHandler } from '../../lib';
+import { InboxWorker } from '../../lib/admin';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';

@@ -1,6 +1,7 @@
 import { ConsoleLogger, INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { OUTBOX_TRANSPORT, OutboxService, OutboxTableMissingError } from '../../lib';
+import { OutboxService, OutboxTableMissingError } from '../../lib';
+import { OUTBOX_TRANSPORT } from '../../lib/transport';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';

@@ -9,19 +9,17 @@ import { Channel, ChannelModel, connect } from 'amqplib';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { ClsModule } from 'nestjs-cls';
 import {
-  getOutboxAdminToken,
-  getOutboxDispatcherToken,
   getOutboxServiceToken,
   InboxHandler,
   InjectOutbox,
   OUTBOX_EVENTS,
-  OutboxAdmin,
   OutboxError,
   OutboxModule,
   OutboxOutsideTransactionError,
   OutboxService,
   ReceivedEvent,
 } from '../../lib';
+import { getOutboxAdminToken, getOutboxDispatcherToken, OutboxAdmin } from '../../lib/admin';
 import { brokerName } from '../support/broker-names';
 import { DatabaseKind, describeOn, TestDatabase, testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';

@@ -1,6 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
-import { MessageStatus, OutboxAdmin, OutboxDispatcher, OutboxService } from '../../lib';
+import { MessageStatus, OutboxService } from '../../lib';
+import { OutboxAdmin, OutboxDispatcher } from '../../lib/admin';
 import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { FlakySendsConfig, flakyTransport } from '../support/flaky-transport';

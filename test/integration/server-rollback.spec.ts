@@ -4,7 +4,8 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { INestApplicationContext, Injectable } from '@nestjs/common';
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
-import { InboxHandler, OutboxDispatcher, OutboxService, OutboxTransactionRolledBackError } from '../../lib';
+import { InboxHandler, OutboxService, OutboxTransactionRolledBackError } from '../../lib';
+import { OutboxDispatcher } from '../../lib/admin';
 import { brokerName } from '../support/broker-names';
 import { describeOn, testDatabase } from '../support/database';
 import { MysqlTestDatabase } from '../support/databases/mysql-test-database';

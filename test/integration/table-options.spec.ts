@@ -9,8 +9,8 @@ import {
   InboxHandler,
   OutboxOptionsError,
   OutboxSchemaError,
-  OutboxTransport,
 } from '../../lib';
+import { OutboxTransport } from '../../lib/transport';
 import { derivedNames, TableKind } from '../../lib/naming/index-names';
 import { brokerName } from '../support/broker-names';
 import { DatabaseKind, DATABASE_KIND, testDatabase } from '../support/database';

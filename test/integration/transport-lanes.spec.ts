@@ -1,6 +1,8 @@
 import { INestApplicationContext, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { OUTBOX_TRANSPORTS, OutboxAdmin, OutboxDispatcher, OutboxMessage, OutboxService, OutboxTransport, OutboxTransports, StuckDetector } from '../../lib';
+import { OutboxMessage, OutboxService } from '../../lib';
+import { OutboxAdmin, OutboxDispatcher, StuckDetector } from '../../lib/admin';
+import { OUTBOX_TRANSPORTS, OutboxTransport, OutboxTransports } from '../../lib/transport';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';

@@ -1,5 +1,6 @@
 import { Injectable, Type } from '@nestjs/common';
-import { NonRetryableError, OutboxTransport, OutgoingMessage, RabbitMqOutboxTransport } from '../../lib';
+import { NonRetryableError } from '../../lib';
+import { OutboxTransport, OutgoingMessage, RabbitMqOutboxTransport } from '../../lib/transport';
 
 /** Send failures a test injects (JSON, so child processes can take it in their config). */
 export interface FlakySendsConfig {

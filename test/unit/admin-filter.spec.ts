@@ -3,7 +3,8 @@ import { checkedFilter } from '../../lib/admin/message-filter-validation';
 import { checkedBatchSize, checkedWindow } from '../../lib/admin/page-options';
 import { changedStatuses } from '../../lib/dialects/message-change-sql';
 import { likeContaining } from '../../lib/dialects/message-filter-sql';
-import { MessageStatus, OutboxAdminFilterError } from '../../lib';
+import { MessageStatus } from '../../lib';
+import { OutboxAdminFilterError } from '../../lib/admin';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 

@@ -18,7 +18,12 @@ function compilerOptions(): ts.CompilerOptions {
     ...options,
     noEmit: true,
     baseUrl: REPOSITORY_ROOT,
-    paths: { 'nestjs-outbox': ['lib/index.ts'], '@nestjs/config': ['test/support/stubs/nestjs-config.ts'] },
+    paths: {
+      'nestjs-outbox': ['lib/index.ts'],
+      'nestjs-outbox/transports': ['lib/transport/index.ts'],
+      'nestjs-outbox/*': ['lib/*/index.ts'],
+      '@nestjs/config': ['test/support/stubs/nestjs-config.ts'],
+    },
   };
 }
 

@@ -1,4 +1,5 @@
-import { NonRetryableError, SendTimeoutError, UnroutableMessageError } from '../../lib';
+import { NonRetryableError } from '../../lib';
+import { SendTimeoutError, UnroutableMessageError } from '../../lib/transport';
 import { classifyFailure } from '../../lib/retry/error-classifier';
 import { describeError } from '../../lib/retry/error-classifier';
 

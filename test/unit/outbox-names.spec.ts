@@ -1,26 +1,19 @@
 import { SELF_DECLARED_DEPS_METADATA } from '@nestjs/common/constants';
+import { DEFAULT_OUTBOX_NAME, getOutboxServiceToken, InjectOutbox, OutboxModule, OutboxService } from '../../lib';
 import {
-  DEFAULT_OUTBOX_NAME,
   getInboxWorkerToken,
   getOutboxAdminToken,
   getOutboxDispatcherToken,
-  getOutboxServiceToken,
-  getOutboxTransportsToken,
-  getOutboxTransportToken,
   getRetentionToken,
   getStuckDetectorToken,
-  InjectOutbox,
   InjectOutboxAdmin,
   InboxWorker,
-  OUTBOX_TRANSPORT,
-  OUTBOX_TRANSPORTS,
   OutboxAdmin,
   OutboxDispatcher,
-  OutboxModule,
-  OutboxService,
   Retention,
   StuckDetector,
-} from '../../lib';
+} from '../../lib/admin';
+import { getOutboxTransportsToken, getOutboxTransportToken, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../../lib/transport';
 import { OutboxIdentity } from '../../lib/naming/outbox-identity';
 import { getWebhookIntakeToken } from '../../lib/webhooks/webhook-intake.service';
 import { outboxNameProblem } from '../../lib/naming/outbox-name';

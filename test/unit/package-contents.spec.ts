@@ -43,7 +43,7 @@ describe('the package manifest', () => {
   it('maps each subpath to its types for node10 resolution too (`"module": "commonjs"`)', () => {
     // node10 resolution ignores `exports`: without `typesVersions`, `nestjs-outbox/testing` is TS2307.
     const subpaths = Object.entries(manifest.exports).filter(([subpath, target]) => subpath !== '.' && typeof target !== 'string');
-    expect(subpaths.map(([subpath]) => subpath)).toEqual(['./testing', './health', './board']);
+    expect(subpaths.map(([subpath]) => subpath)).toEqual(['./admin', './transports', './webhooks', './testing', './health', './board']);
     for (const [subpath, target] of subpaths) {
       const types = (target as { types: string }).types.replace(/^\.\//, '');
       expect(manifest.typesVersions?.['*']?.[subpath.slice(2)]).toEqual([types]);
@@ -145,7 +145,7 @@ function optionalPeersInDeclarations(entries: string[]): string[] {
 }
 
 describe('the public declarations', () => {
-  it('of the main entry and nestjs-outbox/testing need no optional peer installed', () => {
-    expect(optionalPeersInDeclarations(['index.ts', 'testing/index.ts'])).toEqual([]);
+  it('of the main entry, nestjs-outbox/testing, /admin and /webhooks need no optional peer installed', () => {
+    expect(optionalPeersInDeclarations(['index.ts', 'testing/index.ts', 'admin/index.ts', 'webhooks/index.ts'])).toEqual([]);
   }, 120_000);
 });
