@@ -2,6 +2,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { CONSUMER_NAME_MAX_LENGTH } from '../../message/message-limits';
 import { OutboxError } from '../../errors';
 import { MessageStatus } from '../../message/message-status';
+import { failedStatus } from '../../engine/give-up-rule';
 import { compareIds } from '../compare-ids';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { toClaimedInboxMessage } from '../row-mapping';
@@ -82,18 +83,18 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
   }
 
   async markStarted(dataSource: DataSource, row: InboxRow, notes: StartedNotes): Promise<RecordedAttempt | undefined> {
+    // The attempt that started last and never finished is among the row's used attempts.
     return this.upsertAttempt(dataSource, row, { status: FAILED, error: notes.started }, (found) =>
-      found.attempts >= found.max_attempts
+      failedStatus(found.attempts, found.max_attempts) === MANUAL_REQUIRED
         ? { status: MANUAL_REQUIRED, attempts: found.attempts, error: notes.gaveUp }
         : { status: FAILED, attempts: found.attempts + 1, error: notes.started },
     );
   }
 
   async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean, attemptCounted = false): Promise<RecordedAttempt | undefined> {
-    const firstStatus = fatal || row.maxAttempts <= 1 ? MANUAL_REQUIRED : FAILED;
-    return this.upsertAttempt(dataSource, row, { status: firstStatus, error }, (found) => {
+    return this.upsertAttempt(dataSource, row, { status: failedStatus(1, row.maxAttempts, fatal), error }, (found) => {
       const attempts = found.attempts + (attemptCounted ? 0 : 1);
-      return { status: fatal || attempts >= found.max_attempts ? MANUAL_REQUIRED : FAILED, attempts, error };
+      return { status: failedStatus(attempts, found.max_attempts, fatal), attempts, error };
     });
   }
 

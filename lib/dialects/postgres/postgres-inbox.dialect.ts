@@ -1,5 +1,6 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
+import { failedStatusSql, GiveUpOperands, givesUpSql } from '../../engine/give-up-rule';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { compareIds } from '../compare-ids';
 import { toClaimedInboxMessage } from '../row-mapping';
@@ -7,7 +8,10 @@ import { CLAIMABLE_SQL, orderingRule } from '../status-sql';
 import { PostgresStateTable } from './postgres-state-table';
 import { execute } from '../sql-executor';
 
-const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
+const { PENDING, PROCESSING, DONE, FAILED } = MessageStatus;
+/** A redelivery's row whose used attempts (the last one started and never finished) reach its limit. */
+const STARTED_OPERANDS: GiveUpOperands = { usedAttempts: 't.attempts', maxAttempts: 't.max_attempts' };
+const USED_UP = givesUpSql(STARTED_OPERANDS);
 const UNIQUE_VIOLATION = '23505';
 
 const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
@@ -56,9 +60,9 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
       `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
        VALUES (${VALUES}, '${FAILED}', 1, $11)
        ON CONFLICT (consumer, message_id) DO UPDATE
-         SET attempts = CASE WHEN t.attempts >= t.max_attempts THEN t.attempts ELSE t.attempts + 1 END,
-             status = CASE WHEN t.attempts >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END,
-             last_error = CASE WHEN t.attempts >= t.max_attempts THEN $12 ELSE $11 END
+         SET attempts = CASE WHEN ${USED_UP} THEN t.attempts ELSE t.attempts + 1 END,
+             status = ${failedStatusSql(STARTED_OPERANDS)},
+             last_error = CASE WHEN ${USED_UP} THEN $12 ELSE $11 END
          WHERE t.status = '${FAILED}'
        RETURNING status, attempts`,
       [...params(row), notes.started, notes.gaveUp],
@@ -69,10 +73,10 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
     return this.upsertAttempt(
       dataSource,
       `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-       VALUES (${VALUES}, CASE WHEN $11 OR $10 <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, $12)
+       VALUES (${VALUES}, ${failedStatusSql({ fatal: '$11', usedAttempts: '1', maxAttempts: '$10' })}, 1, $12)
        ON CONFLICT (consumer, message_id) DO UPDATE
          SET attempts = t.attempts + $13, last_error = EXCLUDED.last_error,
-             status = CASE WHEN $11 OR t.attempts + $13 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
+             status = ${failedStatusSql({ fatal: '$11', usedAttempts: 't.attempts + $13', maxAttempts: 't.max_attempts' })}
          WHERE t.status = '${FAILED}'
        RETURNING status, attempts`,
       [...params(row), fatal, error, attemptCounted ? 0 : 1],

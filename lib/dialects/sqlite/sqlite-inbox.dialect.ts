@@ -1,5 +1,6 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
+import { failedStatusSql, GiveUpOperands, givesUpSql } from '../../engine/give-up-rule';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { toClaimedInboxMessage } from '../row-mapping';
 import { sqliteExecute } from './sqlite-executor';
@@ -8,7 +9,10 @@ import { SqliteStateTable } from './sqlite-state-table';
 import { SQLITE_NOW } from './sqlite-time';
 import { SqliteTransactionGate } from './sqlite-transaction-gate';
 
-const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
+const { PENDING, DONE, FAILED } = MessageStatus;
+/** A redelivery's row whose used attempts (the last one started and never finished) reach its limit. */
+const STARTED_OPERANDS: GiveUpOperands = { usedAttempts: 't.attempts', maxAttempts: 't.max_attempts' };
+const USED_UP = givesUpSql(STARTED_OPERANDS);
 /** A unique index other than the conflict target refused the row. */
 const UNIQUE_VIOLATION = 'SQLITE_CONSTRAINT_UNIQUE';
 
@@ -64,9 +68,9 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
       `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
        VALUES (${VALUES}, '${FAILED}', 1, ?)
        ON CONFLICT (consumer, message_id) DO UPDATE
-         SET attempts = CASE WHEN t.attempts >= t.max_attempts THEN t.attempts ELSE t.attempts + 1 END,
-             status = CASE WHEN t.attempts >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END,
-             last_error = CASE WHEN t.attempts >= t.max_attempts THEN ? ELSE excluded.last_error END
+         SET attempts = CASE WHEN ${USED_UP} THEN t.attempts ELSE t.attempts + 1 END,
+             status = ${failedStatusSql(STARTED_OPERANDS)},
+             last_error = CASE WHEN ${USED_UP} THEN ? ELSE excluded.last_error END
          WHERE t.status = '${FAILED}'
        RETURNING status, attempts`,
       [...params(row), notes.started, notes.gaveUp],
@@ -78,10 +82,10 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
     return this.upsertAttempt(
       dataSource,
       `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-       VALUES (${VALUES}, CASE WHEN ? OR ? <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, ?)
+       VALUES (${VALUES}, ${failedStatusSql({ fatal: '?', usedAttempts: '1', maxAttempts: '?' })}, 1, ?)
        ON CONFLICT (consumer, message_id) DO UPDATE
          SET attempts = t.attempts + ?, last_error = excluded.last_error,
-             status = CASE WHEN ? OR t.attempts + ? >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
+             status = ${failedStatusSql({ fatal: '?', usedAttempts: 't.attempts + ?', maxAttempts: 't.max_attempts' })}
          WHERE t.status = '${FAILED}'
        RETURNING status, attempts`,
       [...params(row), fatal, row.maxAttempts, error, added, fatal, added],
