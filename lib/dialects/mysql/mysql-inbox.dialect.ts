@@ -4,6 +4,7 @@ import { OutboxError } from '../../errors';
 import { MessageStatus } from '../../message/message-status';
 import { failedStatus } from '../../engine/give-up-rule';
 import { compareIds } from '../compare-ids';
+import { INBOX_ROW_COLUMNS, inboxRowParams } from '../inbox-upsert-sql';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { toClaimedInboxMessage } from '../row-mapping';
 import { execute } from '../sql-executor';
@@ -13,9 +14,11 @@ import { MysqlStateTable } from './mysql-state-table';
 
 const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
 
-const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
-const VALUES = '?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
-const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.orderingKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
+const COLUMNS = INBOX_ROW_COLUMNS;
+const VALUES = INBOX_ROW_COLUMNS.split(',')
+  .map(() => '?')
+  .join(', ');
+const params = inboxRowParams;
 
 /** An inbox row locked for the rest of the transaction. */
 interface LockedRow {
