@@ -14,11 +14,10 @@ import { MysqlStateTable } from './mysql-state-table';
 
 const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
 
-const COLUMNS = INBOX_ROW_COLUMNS;
-const VALUES = INBOX_ROW_COLUMNS.split(',')
+/** One `?` per column of `INBOX_ROW_COLUMNS`. */
+const ROW_VALUES = INBOX_ROW_COLUMNS.split(',')
   .map(() => '?')
   .join(', ');
-const params = inboxRowParams;
 
 /** An inbox row locked for the rest of the transaction. */
 interface LockedRow {
@@ -66,9 +65,9 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     // inserts nothing when that one committed.
     const inserted = await execute(
       manager,
-      `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, processed_at, next_attempt_at, created_at)
-       VALUES (${VALUES}, '${DONE}', ${NOW}, ${NOW}, ${NOW})`,
-      params(row),
+      `INSERT IGNORE INTO ${this.table} (${INBOX_ROW_COLUMNS}, status, processed_at, next_attempt_at, created_at)
+       VALUES (${ROW_VALUES}, '${DONE}', ${NOW}, ${NOW}, ${NOW})`,
+      inboxRowParams(row),
     );
     if (inserted.affected === 1) return { kind: 'process', id: String(inserted.raw.insertId) };
     // The row exists, committed. Locked so that a concurrent redelivery after failed attempts is
@@ -120,9 +119,9 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     return dataSource.transaction(async (tx) => {
       const insert = await execute(
         tx,
-        `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, attempts, last_error, next_attempt_at, created_at)
-         VALUES (${VALUES}, ?, 1, ?, ${NOW}, ${NOW})`,
-        [...params(row), inserted.status, inserted.error],
+        `INSERT IGNORE INTO ${this.table} (${INBOX_ROW_COLUMNS}, status, attempts, last_error, next_attempt_at, created_at)
+         VALUES (${ROW_VALUES}, ?, 1, ?, ${NOW}, ${NOW})`,
+        [...inboxRowParams(row), inserted.status, inserted.error],
       );
       if (insert.affected === 1) return { status: inserted.status, attempts: 1 };
       const found = await this.lockExisting(tx, row, false);
@@ -142,8 +141,8 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     assertConsumerFits(row);
     const result = await execute(
       dataSource,
-      `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, next_attempt_at, created_at) VALUES (${VALUES}, '${PENDING}', ${NOW}, ${NOW})`,
-      params(row),
+      `INSERT IGNORE INTO ${this.table} (${INBOX_ROW_COLUMNS}, status, next_attempt_at, created_at) VALUES (${ROW_VALUES}, '${PENDING}', ${NOW}, ${NOW})`,
+      inboxRowParams(row),
     );
     return result.affected === 1;
   }
