@@ -1,24 +1,16 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { AttemptedClaim, StateTable } from '../engine/state-table';
 import { OutboxMessageQuery, OutboxMessageState } from '../engine/message-views';
+import { OutgoingMessage } from '../message/outbox-transport';
 import { NewOutboxRow } from '../message/validate-message';
 import { SqlTarget } from './sql-executor';
 
-/** A row claimed for sending, with exactly what the transport needs. */
-export interface ClaimedMessage extends AttemptedClaim {
-  messageId: string;
-  type: string;
-  transport: string;
-  exchange: string;
-  routingKey: string;
-  destination: string;
-  /** The JSON text as stored, sent byte for byte. */
-  payload: string;
-  headers: Record<string, unknown>;
-  /** The business key it was published with; null without one. */
-  bizKey: string | null;
-  createdAt: Date;
-}
+/**
+ * A row claimed for sending: the message as its transport is given it, every field set (a claim
+ * reads `bizKey` and `orderingKey` too), and the claim the engine settles it by (`id`,
+ * `claimToken`, `maxAttempts`).
+ */
+export interface ClaimedMessage extends Required<OutgoingMessage>, AttemptedClaim {}
 
 /** The claim a row is inserted under when its sender is known before it commits. */
 export interface InsertClaim {

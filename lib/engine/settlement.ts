@@ -1,4 +1,5 @@
 import { AttemptedClaim, ClaimRef, FailedSettlement } from './state-table';
+import { failedStatus } from './give-up-rule';
 import { MessageStatus } from '../message/message-status';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
@@ -40,13 +41,12 @@ export interface BatchSettlement {
  */
 export function failedSettlement(claim: AttemptedClaim, error: unknown, policy: FailurePolicy): FailedSettlement {
   const failedAttempts = claim.attempts + 1;
-  const exhausted = failedAttempts >= claim.maxAttempts;
-  const fatal = classifyFailure(error, policy.isFatalError) === 'fatal';
+  const status = failedStatus(failedAttempts, claim.maxAttempts, classifyFailure(error, policy.isFatalError) === 'fatal');
   return {
     id: claim.id,
     claimToken: claim.claimToken,
-    status: fatal || exhausted ? MessageStatus.MANUAL_REQUIRED : MessageStatus.FAILED,
-    delayMs: fatal || exhausted ? 0 : Math.max(backoffDelayMs(failedAttempts, policy.backoff), retryAfterMs(error)),
+    status,
+    delayMs: status === MessageStatus.MANUAL_REQUIRED ? 0 : Math.max(backoffDelayMs(failedAttempts, policy.backoff), retryAfterMs(error)),
     error: describeError(error, policy.lastErrorMaxLength),
   };
 }

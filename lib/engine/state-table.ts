@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { MessageStatus } from '../message/message-status';
+import { FailedStatus } from './give-up-rule';
 import { ListedMessage, MessageDetail, ParkedKey, RecentActivity } from './message-views';
 import { SqlTarget } from './sql-target';
 import { StatusSummary } from './status-summary';
@@ -20,7 +21,7 @@ export interface AttemptedClaim extends ClaimRef {
 
 /** A failed attempt's settlement. */
 export interface FailedSettlement extends ClaimRef {
-  status: MessageStatus.FAILED | MessageStatus.MANUAL_REQUIRED;
+  status: FailedStatus;
   /** Delay before the next attempt, added to the database's clock. */
   delayMs: number;
   error: string;

@@ -7,30 +7,16 @@ import { passStandbyGate, StandbyGate } from '../engine/standby-gate';
 import { DoneSettler } from '../engine/done-settler';
 import { persistently } from '../engine/persistently';
 import { FailurePolicy, settleBatch } from '../engine/settlement';
-import { ClaimRef, FailedSettlement } from '../engine/state-table';
-import { MessageStatus } from '../message/message-status';
-import { errorType, listening, OUTBOX_EVENTS } from '../observability/outbox-events';
-import { endSpan, spansMayRecord, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
-import { sendSpanAttributes, sendSpanName } from './send-span';
+import { ClaimRef } from '../engine/state-table';
+import { listening, OUTBOX_EVENTS } from '../observability/outbox-events';
 import { OutboxTransport } from '../message/outbox-transport';
 import { OutboxIdentity } from '../naming/outbox-identity';
 import { describeError } from '../retry/error-classifier';
-import { printable } from '../message/printable';
 import { HandoffLane } from './commit-handoff';
+import { DispatcherStats, LaneOutcomes } from './lane-outcomes';
+import { sendBatch } from './lane-send';
 
-/** Counters since start-up, for monitoring and tests. */
-export interface DispatcherStats {
-  /** Messages claimed. */
-  claimed: number;
-  /** Messages the transport acknowledged (DONE). */
-  sent: number;
-  /** Failed attempts (FAILED, or MANUAL_REQUIRED). */
-  failed: number;
-  /** Given back unattempted: the transport could not send them (disconnected, blocked). */
-  released: number;
-  /** Settles that found their claim taken over (fenced off by the claim token). */
-  fenced: number;
-}
+export type { DispatcherStats } from './lane-outcomes';
 
 /** What one lane needs: its transport, its own loop settings, and the shared database parts. */
 export interface DispatchLaneSpec {
@@ -65,8 +51,8 @@ export interface DispatchLaneSpec {
  * other transport's messages.
  */
 export class DispatchLane implements HandoffLane {
-  readonly stats: DispatcherStats = { claimed: 0, sent: 0, failed: 0, released: 0, fenced: 0 };
   private readonly logger: Logger;
+  private readonly outcomes: LaneOutcomes;
   private readonly worker: ClaimWorker<ClaimedMessage>;
   private readonly doneSettler: DoneSettler<ClaimRef>;
   /** Set when the transport failed sends as unavailable: no claims until the next poll or its return. */
@@ -82,6 +68,7 @@ export class DispatchLane implements HandoffLane {
 
   constructor(private readonly spec: DispatchLaneSpec) {
     this.logger = new Logger(spec.identity.logContext(`OutboxDispatcher:${spec.name}`));
+    this.outcomes = new LaneOutcomes(spec.name, spec.identity, this.logger);
     const { dataSource, dialect, transport, instanceId, name } = spec;
     this.worker = new ClaimWorker({
       dataSource,
@@ -100,7 +87,7 @@ export class DispatchLane implements HandoffLane {
       settle: (rows) => dialect.settleDone(dataSource, rows),
       lingerMs: DONE_SETTLE_LINGER_MS,
       maxRows: spec.batchSize,
-      settled: (rows, changed) => this.settledLater(rows, changed),
+      settled: (rows, changed) => this.outcomes.settledLater(rows, changed),
       failed: (rows, error) =>
         this.logger.error(`Could not mark ${rows} sent message(s) DONE; the stuck detector will reclaim them: ${describeError(error, 500)}`),
     });
@@ -108,6 +95,11 @@ export class DispatchLane implements HandoffLane {
 
   get name(): string {
     return this.spec.name;
+  }
+
+  /** Counters since start-up. */
+  get stats(): DispatcherStats {
+    return this.outcomes.stats;
   }
 
   /** Starts a dispatch run now, or makes the current run go round once more. Never throws. */
@@ -196,10 +188,7 @@ export class DispatchLane implements HandoffLane {
     if (standbyGate && !(await this.standbysHold(standbyGate, claimed))) return;
     // Timed only for a listener: the events are free when nobody subscribes.
     const sendMs = listening(OUTBOX_EVENTS.sent, OUTBOX_EVENTS.retryScheduled, OUTBOX_EVENTS.manualRequired) ? new Array<number>(claimed.length) : undefined;
-    // Asked once per batch: without an SDK, nothing is built per message for a span.
-    const traced = spansMayRecord();
-    const send = (message: ClaimedMessage) => (traced ? this.sendTraced(message) : sendUntraced(this.spec.transport, message));
-    const results = await Promise.allSettled(claimed.map((message, index) => (sendMs ? timed(() => send(message), sendMs, index) : send(message))));
+    const results = await sendBatch(this.spec.transport, this.spec.name, claimed, sendMs);
     const { done, failed, released } = settleBatch(claimed, results, this.spec.failurePolicy);
     if (released.length > 0) this.paused = true;
     // Sent rows are marked DONE with other batches' (DoneSettler), unless one is ordered: the next
@@ -212,8 +201,8 @@ export class DispatchLane implements HandoffLane {
       persistently(() => dialect.settleFailed(dataSource, failed)),
       persistently(() => dialect.release(dataSource, released)),
     ]);
-    this.record(claimed, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
-    this.announce(claimed, results, failed, sendMs, claimed.length - settledDone - settledFailed - settledReleased);
+    this.outcomes.record(claimed, done.length, failed, released.length, settledDone + settledFailed + settledReleased);
+    this.outcomes.announce(claimed, results, failed, sendMs, claimed.length - settledDone - settledFailed - settledReleased);
     // Bounded: a database slower than the broker holds the loops up rather than the settles piling up.
     if (this.doneSettler.pending > this.spec.batchSize * this.spec.concurrency) await this.doneSettler.idle();
   }
@@ -226,120 +215,8 @@ export class DispatchLane implements HandoffLane {
     const { dialect, dataSource } = this.spec;
     if (await passStandbyGate({ gate, table: dialect, dataSource, logger: this.logger }, claimed)) return true;
     this.paused = true;
-    this.stats.released += claimed.length;
+    this.outcomes.heldBack(claimed.length);
     return false;
-  }
-
-  /** Accounts for a DONE statement of the `DoneSettler`: rows it found taken over were fenced off. */
-  private settledLater(rows: number, changed: number): void {
-    if (changed >= rows) return;
-    const lost = rows - changed;
-    this.stats.fenced += lost;
-    this.logger.warn(`${lost} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
-    this.spec.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'outbox', transport: this.spec.name, count: lost }));
-  }
-
-  /** The batch's outcomes as events (see `OUTBOX_EVENTS`). */
-  private announce(
-    claimed: ClaimedMessage[],
-    results: PromiseSettledResult<unknown>[],
-    failed: FailedSettlement[],
-    sendMs: number[] | undefined,
-    lost: number,
-  ): void {
-    const transport = this.spec.name;
-    // Checked once per batch: nothing is built per message for a channel nobody listens to.
-    if (listening(OUTBOX_EVENTS.sent)) {
-      const now = Date.now();
-      claimed.forEach((message, index) => {
-        if (results[index].status !== 'fulfilled') return;
-        this.spec.identity.emit(OUTBOX_EVENTS.sent, () => ({
-          messageId: message.messageId,
-          type: message.type,
-          transport,
-          attempt: message.attempts + 1,
-          sendMs: sendMs?.[index] ?? 0,
-          publishToSentMs: Math.max(0, now - message.createdAt.getTime()),
-        }));
-      });
-    }
-    const indexById = failed.length > 0 ? new Map(claimed.map((message, index) => [message.id, index])) : undefined;
-    for (const settlement of failed) {
-      const index = indexById!.get(settlement.id)!;
-      const message = claimed[index];
-      const result = results[index];
-      const common = {
-        table: 'outbox' as const,
-        messageId: message.messageId,
-        type: message.type,
-        transport,
-        error: settlement.error,
-        errorType: errorType(result.status === 'rejected' ? result.reason : undefined),
-        sendMs: sendMs?.[index],
-      };
-      if (settlement.status === MessageStatus.MANUAL_REQUIRED)
-        this.spec.identity.emit(OUTBOX_EVENTS.manualRequired, () => ({ ...common, attempts: message.attempts + 1 }));
-      else this.spec.identity.emit(OUTBOX_EVENTS.retryScheduled, () => ({ ...common, attempt: message.attempts + 1, delayMs: settlement.delayMs }));
-    }
-    if (lost > 0) this.spec.identity.emit(OUTBOX_EVENTS.claimLost, () => ({ table: 'outbox', transport, count: lost }));
-  }
-
-  /**
-   * One send, in a producer span continuing the trace the message was published in, whose context
-   * the message carries on (where an SDK records spans; otherwise a plain send).
-   */
-  private async sendTraced(message: ClaimedMessage): Promise<void> {
-    const operation = startSpanFrom(
-      message.headers,
-      sendSpanName(message, this.spec.name),
-      'producer',
-      sendSpanAttributes(this.spec.transport, message, this.spec.name),
-    );
-    if (!operation) return this.spec.transport.send(message);
-    try {
-      await this.spec.transport.send({ ...message, headers: withTraceContext(message.headers, operation) });
-      endSpan(operation);
-    } catch (error) {
-      endSpan(operation, error);
-      throw error;
-    }
-  }
-
-  private record(batch: ClaimedMessage[], sent: number, failed: FailedSettlement[], released: number, settled: number): void {
-    const claimed = batch.length;
-    this.stats.claimed += claimed;
-    this.stats.sent += sent;
-    this.stats.failed += failed.length;
-    this.stats.released += released;
-    this.stats.fenced += claimed - settled;
-    const retried = failed.filter((settlement) => settlement.status !== MessageStatus.MANUAL_REQUIRED);
-    if (retried.length > 0) {
-      this.logger.warn(`${retried.length} of ${claimed} message(s) not sent, to be retried; first error: ${retried[0].error}`);
-    }
-    if (retried.length < failed.length) this.logGiveUps(batch, failed);
-    if (released > 0) {
-      this.logger.warn(`${released} of ${claimed} message(s) given back unattempted: the transport is unavailable; claiming resumes when it is back`);
-    }
-    if (settled < claimed) {
-      // Also when a settle committed but its reply was lost, and its retry found nothing left to change.
-      this.logger.warn(`${claimed - settled} claim(s) were no longer held when settled (taken over, or settled by a try whose reply was lost)`);
-    }
-  }
-
-  /**
-   * One line per message given up on (MANUAL_REQUIRED), which an operator must act on: unlike a
-   * retry, it will not mend itself, so it is told apart and named (id, type, transport, reason).
-   */
-  private logGiveUps(batch: ClaimedMessage[], failed: FailedSettlement[]): void {
-    const byId = new Map(batch.map((message) => [message.id, message]));
-    for (const settlement of failed) {
-      if (settlement.status !== MessageStatus.MANUAL_REQUIRED) continue;
-      const message = byId.get(settlement.id)!;
-      this.logger.error(
-        `Gave up on message ${printable(message.messageId)} (type ${printable(message.type)}, transport ${this.spec.name}, ` +
-          `attempt ${message.attempts + 1} of ${message.maxAttempts}; MANUAL_REQUIRED, an operator requeues or abandons it): ${settlement.error}`,
-      );
-    }
   }
 }
 
@@ -348,22 +225,3 @@ export class DispatchLane implements HandoffLane {
  * message is with its receiver already; only a crash within this time sends it again.
  */
 const DONE_SETTLE_LINGER_MS = 10;
-
-/** The transport's send, with a synchronous throw (a custom transport's) turned into this send's failure. */
-function sendUntraced(transport: OutboxTransport, message: ClaimedMessage): Promise<void> {
-  try {
-    return transport.send(message);
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
-
-/** Runs `send`, writing how long it took (settled either way) into `durations[index]`. */
-async function timed(send: () => Promise<void>, durations: number[], index: number): Promise<void> {
-  const started = performance.now();
-  try {
-    await send();
-  } finally {
-    durations[index] = performance.now() - started;
-  }
-}

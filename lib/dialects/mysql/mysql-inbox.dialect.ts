@@ -2,7 +2,9 @@ import { DataSource, EntityManager } from 'typeorm';
 import { CONSUMER_NAME_MAX_LENGTH } from '../../message/message-limits';
 import { OutboxError } from '../../errors';
 import { MessageStatus } from '../../message/message-status';
+import { failedStatus } from '../../engine/give-up-rule';
 import { compareIds } from '../compare-ids';
+import { INBOX_ROW_COLUMNS, inboxRowParams } from '../inbox-upsert-sql';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { toClaimedInboxMessage } from '../row-mapping';
 import { execute } from '../sql-executor';
@@ -12,9 +14,10 @@ import { MysqlStateTable } from './mysql-state-table';
 
 const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
 
-const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
-const VALUES = '?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
-const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.orderingKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
+/** One `?` per column of `INBOX_ROW_COLUMNS`. */
+const ROW_VALUES = INBOX_ROW_COLUMNS.split(',')
+  .map(() => '?')
+  .join(', ');
 
 /** An inbox row locked for the rest of the transaction. */
 interface LockedRow {
@@ -62,9 +65,9 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     // inserts nothing when that one committed.
     const inserted = await execute(
       manager,
-      `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, processed_at, next_attempt_at, created_at)
-       VALUES (${VALUES}, '${DONE}', ${NOW}, ${NOW}, ${NOW})`,
-      params(row),
+      `INSERT IGNORE INTO ${this.table} (${INBOX_ROW_COLUMNS}, status, processed_at, next_attempt_at, created_at)
+       VALUES (${ROW_VALUES}, '${DONE}', ${NOW}, ${NOW}, ${NOW})`,
+      inboxRowParams(row),
     );
     if (inserted.affected === 1) return { kind: 'process', id: String(inserted.raw.insertId) };
     // The row exists, committed. Locked so that a concurrent redelivery after failed attempts is
@@ -82,18 +85,18 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
   }
 
   async markStarted(dataSource: DataSource, row: InboxRow, notes: StartedNotes): Promise<RecordedAttempt | undefined> {
+    // The attempt that started last and never finished is among the row's used attempts.
     return this.upsertAttempt(dataSource, row, { status: FAILED, error: notes.started }, (found) =>
-      found.attempts >= found.max_attempts
+      failedStatus(found.attempts, found.max_attempts) === MANUAL_REQUIRED
         ? { status: MANUAL_REQUIRED, attempts: found.attempts, error: notes.gaveUp }
         : { status: FAILED, attempts: found.attempts + 1, error: notes.started },
     );
   }
 
   async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean, attemptCounted = false): Promise<RecordedAttempt | undefined> {
-    const firstStatus = fatal || row.maxAttempts <= 1 ? MANUAL_REQUIRED : FAILED;
-    return this.upsertAttempt(dataSource, row, { status: firstStatus, error }, (found) => {
+    return this.upsertAttempt(dataSource, row, { status: failedStatus(1, row.maxAttempts, fatal), error }, (found) => {
       const attempts = found.attempts + (attemptCounted ? 0 : 1);
-      return { status: fatal || attempts >= found.max_attempts ? MANUAL_REQUIRED : FAILED, attempts, error };
+      return { status: failedStatus(attempts, found.max_attempts, fatal), attempts, error };
     });
   }
 
@@ -116,9 +119,9 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     return dataSource.transaction(async (tx) => {
       const insert = await execute(
         tx,
-        `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, attempts, last_error, next_attempt_at, created_at)
-         VALUES (${VALUES}, ?, 1, ?, ${NOW}, ${NOW})`,
-        [...params(row), inserted.status, inserted.error],
+        `INSERT IGNORE INTO ${this.table} (${INBOX_ROW_COLUMNS}, status, attempts, last_error, next_attempt_at, created_at)
+         VALUES (${ROW_VALUES}, ?, 1, ?, ${NOW}, ${NOW})`,
+        [...inboxRowParams(row), inserted.status, inserted.error],
       );
       if (insert.affected === 1) return { status: inserted.status, attempts: 1 };
       const found = await this.lockExisting(tx, row, false);
@@ -138,8 +141,8 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     assertConsumerFits(row);
     const result = await execute(
       dataSource,
-      `INSERT IGNORE INTO ${this.table} (${COLUMNS}, status, next_attempt_at, created_at) VALUES (${VALUES}, '${PENDING}', ${NOW}, ${NOW})`,
-      params(row),
+      `INSERT IGNORE INTO ${this.table} (${INBOX_ROW_COLUMNS}, status, next_attempt_at, created_at) VALUES (${ROW_VALUES}, '${PENDING}', ${NOW}, ${NOW})`,
+      inboxRowParams(row),
     );
     return result.affected === 1;
   }

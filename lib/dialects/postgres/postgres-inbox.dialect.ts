@@ -2,32 +2,29 @@ import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
 import { compareIds } from '../compare-ids';
+import { InboxUpsertSql } from '../inbox-upsert-sql';
+import { SqlQuery } from '../sql-query';
 import { toClaimedInboxMessage } from '../row-mapping';
 import { CLAIMABLE_SQL, orderingRule } from '../status-sql';
 import { PostgresStateTable } from './postgres-state-table';
 import { execute } from '../sql-executor';
 
-const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
+const { PROCESSING, DONE, FAILED } = MessageStatus;
 const UNIQUE_VIOLATION = '23505';
-
-const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
-const VALUES = '$1, $2, $3, $4, $5, $6, $7, $8, $9, $10';
-const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.orderingKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
 
 /** PostgreSQL inbox: dedupe through unique keys and `ON CONFLICT`, claims with SKIP LOCKED. */
 export class PostgresInboxDialect extends PostgresStateTable implements InboxDialect {
   protected override readonly summaryScope = 'consumer';
+  private readonly statements: InboxUpsertSql;
+
   constructor(table: string) {
     super(table, 'inbox', 'consumer');
+    this.statements = new InboxUpsertSql(this.table, this.flavour);
   }
 
   async acquire(manager: EntityManager, row: InboxRow, startMarked = false): Promise<InboxAcquisition> {
-    const inserted = await execute(
-      manager,
-      `INSERT INTO ${this.table} (${COLUMNS}, status, processed_at) VALUES (${VALUES}, '${DONE}', now())
-       ON CONFLICT DO NOTHING RETURNING id`,
-      params(row),
-    );
+    const { sql, params } = this.statements.insertDone(row);
+    const inserted = await execute(manager, sql, params);
     if (inserted.records.length === 1) return { kind: 'process', id: inserted.records[0].id };
     // The row exists (committed: ON CONFLICT waited for any writer). Lock it so that a
     // concurrent redelivery after failed attempts is processed by one transaction only.
@@ -51,38 +48,17 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
   }
 
   async markStarted(dataSource: DataSource, row: InboxRow, notes: StartedNotes): Promise<RecordedAttempt | undefined> {
-    return this.upsertAttempt(
-      dataSource,
-      `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-       VALUES (${VALUES}, '${FAILED}', 1, $11)
-       ON CONFLICT (consumer, message_id) DO UPDATE
-         SET attempts = CASE WHEN t.attempts >= t.max_attempts THEN t.attempts ELSE t.attempts + 1 END,
-             status = CASE WHEN t.attempts >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END,
-             last_error = CASE WHEN t.attempts >= t.max_attempts THEN $12 ELSE $11 END
-         WHERE t.status = '${FAILED}'
-       RETURNING status, attempts`,
-      [...params(row), notes.started, notes.gaveUp],
-    );
+    return this.upsertAttempt(dataSource, this.statements.markStarted(row, notes));
   }
 
   async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean, attemptCounted = false): Promise<RecordedAttempt | undefined> {
-    return this.upsertAttempt(
-      dataSource,
-      `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-       VALUES (${VALUES}, CASE WHEN $11 OR $10 <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, $12)
-       ON CONFLICT (consumer, message_id) DO UPDATE
-         SET attempts = t.attempts + $13, last_error = EXCLUDED.last_error,
-             status = CASE WHEN $11 OR t.attempts + $13 >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
-         WHERE t.status = '${FAILED}'
-       RETURNING status, attempts`,
-      [...params(row), fatal, error, attemptCounted ? 0 : 1],
-    );
+    return this.upsertAttempt(dataSource, this.statements.recordFailure(row, error, fatal, attemptCounted));
   }
 
   /** One upsert of the row of `(consumer, messageId)`; undefined when it wrote nothing (a duplicate). */
-  private async upsertAttempt(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<RecordedAttempt | undefined> {
+  private async upsertAttempt(dataSource: DataSource, { sql, params }: SqlQuery): Promise<RecordedAttempt | undefined> {
     try {
-      const result = await execute(dataSource, sql, parameters);
+      const result = await execute(dataSource, sql, params);
       return result.records[0] as RecordedAttempt | undefined;
     } catch (err) {
       // Another row holds the same (consumer, bizKey, type): this delivery is a duplicate of it.
@@ -93,12 +69,8 @@ export class PostgresInboxDialect extends PostgresStateTable implements InboxDia
   }
 
   async insertPending(dataSource: DataSource, row: InboxRow): Promise<boolean> {
-    const result = await execute(
-      dataSource,
-      `INSERT INTO ${this.table} (${COLUMNS}, status) VALUES (${VALUES}, '${PENDING}')
-       ON CONFLICT DO NOTHING RETURNING id`,
-      params(row),
-    );
+    const { sql, params } = this.statements.insertPending(row);
+    const result = await execute(dataSource, sql, params);
     return result.records.length === 1;
   }
 

@@ -1,20 +1,18 @@
 import { DataSource, EntityManager } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
 import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, RecordedAttempt, StartedNotes } from '../inbox-dialect';
+import { InboxUpsertSql } from '../inbox-upsert-sql';
 import { toClaimedInboxMessage } from '../row-mapping';
+import { SqlQuery } from '../sql-query';
 import { sqliteExecute } from './sqlite-executor';
 import { CLAIMABLE_SQL, orderingRule } from '../status-sql';
 import { SqliteStateTable } from './sqlite-state-table';
 import { SQLITE_NOW } from './sqlite-time';
 import { SqliteTransactionGate } from './sqlite-transaction-gate';
 
-const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
+const { DONE, FAILED } = MessageStatus;
 /** A unique index other than the conflict target refused the row. */
 const UNIQUE_VIOLATION = 'SQLITE_CONSTRAINT_UNIQUE';
-
-const COLUMNS = 'consumer, message_id, message_type, biz_key, ordering_key, exchange, routing_key, payload, headers, max_attempts';
-const VALUES = '?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
-const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.orderingKey, r.exchange, r.routingKey, r.payload, r.headers, r.maxAttempts];
 
 /**
  * SQLite inbox: dedupe through unique keys and `ON CONFLICT`, claims as conditional updates.
@@ -24,19 +22,17 @@ const params = (r: InboxRow) => [r.consumer, r.messageId, r.type, r.bizKey, r.or
 export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect {
   protected override readonly summaryScope = 'consumer';
   readonly runTransactionsOneAtATime: <T>(work: () => Promise<T>) => Promise<T>;
+  private readonly statements: InboxUpsertSql;
 
   constructor(table: string, transactionGate: SqliteTransactionGate) {
     super(table, 'inbox', 'consumer');
+    this.statements = new InboxUpsertSql(this.table, this.flavour);
     this.runTransactionsOneAtATime = (work) => transactionGate.run(work);
   }
 
   async acquire(manager: EntityManager, row: InboxRow, startMarked = false): Promise<InboxAcquisition> {
-    const inserted = await sqliteExecute(
-      manager,
-      `INSERT INTO ${this.table} (${COLUMNS}, status, processed_at) VALUES (${VALUES}, '${DONE}', ${SQLITE_NOW})
-       ON CONFLICT DO NOTHING RETURNING id`,
-      params(row),
-    );
+    const { sql, params } = this.statements.insertDone(row);
+    const inserted = await sqliteExecute(manager, sql, params);
     if (inserted.length === 1) return { kind: 'process', id: String(inserted[0].id) };
     // The row exists. The INSERT took the file's write lock for this transaction, so no other
     // transaction, in any process, changes the row before this one ends: no row lock needed.
@@ -59,39 +55,17 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
   }
 
   async markStarted(dataSource: DataSource, row: InboxRow, notes: StartedNotes): Promise<RecordedAttempt | undefined> {
-    return this.upsertAttempt(
-      dataSource,
-      `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-       VALUES (${VALUES}, '${FAILED}', 1, ?)
-       ON CONFLICT (consumer, message_id) DO UPDATE
-         SET attempts = CASE WHEN t.attempts >= t.max_attempts THEN t.attempts ELSE t.attempts + 1 END,
-             status = CASE WHEN t.attempts >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END,
-             last_error = CASE WHEN t.attempts >= t.max_attempts THEN ? ELSE excluded.last_error END
-         WHERE t.status = '${FAILED}'
-       RETURNING status, attempts`,
-      [...params(row), notes.started, notes.gaveUp],
-    );
+    return this.upsertAttempt(dataSource, this.statements.markStarted(row, notes));
   }
 
   async recordFailure(dataSource: DataSource, row: InboxRow, error: string, fatal: boolean, attemptCounted = false): Promise<RecordedAttempt | undefined> {
-    const added = attemptCounted ? 0 : 1;
-    return this.upsertAttempt(
-      dataSource,
-      `INSERT INTO ${this.table} AS t (${COLUMNS}, status, attempts, last_error)
-       VALUES (${VALUES}, CASE WHEN ? OR ? <= 1 THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END, 1, ?)
-       ON CONFLICT (consumer, message_id) DO UPDATE
-         SET attempts = t.attempts + ?, last_error = excluded.last_error,
-             status = CASE WHEN ? OR t.attempts + ? >= t.max_attempts THEN '${MANUAL_REQUIRED}' ELSE '${FAILED}' END
-         WHERE t.status = '${FAILED}'
-       RETURNING status, attempts`,
-      [...params(row), fatal, row.maxAttempts, error, added, fatal, added],
-    );
+    return this.upsertAttempt(dataSource, this.statements.recordFailure(row, error, fatal, attemptCounted));
   }
 
   /** One upsert of the row of `(consumer, messageId)`; undefined when it wrote nothing (a duplicate). */
-  private async upsertAttempt(dataSource: DataSource, sql: string, parameters: unknown[]): Promise<RecordedAttempt | undefined> {
+  private async upsertAttempt(dataSource: DataSource, { sql, params }: SqlQuery): Promise<RecordedAttempt | undefined> {
     try {
-      const [recorded] = await sqliteExecute(dataSource, sql, parameters);
+      const [recorded] = await sqliteExecute(dataSource, sql, params);
       return recorded as RecordedAttempt | undefined;
     } catch (err) {
       // Another row holds the same (consumer, bizKey, type): this delivery is a duplicate of it.
@@ -102,12 +76,8 @@ export class SqliteInboxDialect extends SqliteStateTable implements InboxDialect
   }
 
   async insertPending(dataSource: DataSource, row: InboxRow): Promise<boolean> {
-    const inserted = await sqliteExecute(
-      dataSource,
-      `INSERT INTO ${this.table} (${COLUMNS}, status) VALUES (${VALUES}, '${PENDING}')
-       ON CONFLICT DO NOTHING RETURNING id`,
-      params(row),
-    );
+    const { sql, params } = this.statements.insertPending(row);
+    const inserted = await sqliteExecute(dataSource, sql, params);
     return inserted.length === 1;
   }
 
