@@ -1,7 +1,6 @@
 import { CHANGEABLE_STATUSES, MessageDetail } from '../../engine/state-table';
 import { boardHref, cutForDisplay, html, SafeHtml } from '../html';
-import { BoardView } from './board-view';
-import { layout, shownTime } from './layout';
+import { BoardView, layout, shownTime } from './layout';
 
 /** The changes one message can have from its page: the admin's actions by id. */
 const MESSAGE_ACTIONS = ['requeue', 'abandon'] as const;
