@@ -6,7 +6,7 @@ import { WebhookInboxDefinition } from '../../lib/webhooks/webhook-inbox-definit
 import { WebhookInboxOptions } from '../../lib/webhooks/webhook-inbox-options';
 import { flatHeaders, WebhookRequest } from '../../lib/webhooks/webhook-request';
 import { text } from '../support/message-arbitraries';
-import { bizKeyMessageId } from '../../lib/inbox/bizkey-message-id';
+import { bizKeyMessageId } from '../../lib/inbox/identify-delivery';
 
 const DEFAULTS: WebhookInboxDefaults = { consumer: 'PaymentWebhooks.onPayment', maxAttempts: 5, maxBodyBytes: 1_048_576 };
 const WHERE = '@WebhookInbox on PaymentWebhooks.onPayment';
