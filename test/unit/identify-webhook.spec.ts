@@ -1,5 +1,5 @@
 import fc, { Arbitrary } from 'fast-check';
-import { isWellFormed } from '../../lib/message/well-formed-text';
+import { isWellFormed } from '../../lib/message/message-text';
 import { ArrivedRequest, IdentifiedWebhook, identifyWebhook } from '../../lib/webhooks/identify-webhook';
 import { resolveWebhookInbox, WebhookInboxDefaults } from '../../lib/webhooks/resolve-webhook-inbox';
 import { WebhookInboxDefinition } from '../../lib/webhooks/webhook-inbox-definition';
