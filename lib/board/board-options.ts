@@ -1,7 +1,7 @@
 import { CanActivate, Type } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { IsBoolean, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, validateSync } from 'class-validator';
-import { OutboxBoardOptionsError } from './board-options.error';
+import { OutboxError } from '../errors';
 
 /** A guard as `@UseGuards()` takes it: a class (Nest creates it, with its dependencies) or an instance. */
 export type BoardGuard = Type<CanActivate> | CanActivate;
@@ -105,3 +105,18 @@ function isGuard(guard: unknown): boolean {
   if (typeof guard === 'function') return typeof (guard.prototype as { canActivate?: unknown } | undefined)?.canActivate === 'function';
   return typeof guard === 'object' && guard !== null && typeof (guard as { canActivate?: unknown }).canActivate === 'function';
 }
+
+/** Invalid `OutboxBoardModule` options, reported at start-up with each offending option's name. */
+export class OutboxBoardOptionsError extends OutboxError {
+  constructor(
+    /** Each offending option with what is wrong with it, one sentence each. */
+    readonly problems: string[],
+  ) {
+    super(`Invalid OutboxBoardModule options: ${problems.join('; ')}`);
+  }
+}
+
+/** The board's validated options. */
+export const BOARD_OPTIONS = Symbol('OUTBOX_BOARD_OPTIONS');
+/** The `OutboxAdmin` of the outbox the board shows. */
+export const BOARD_ADMIN = Symbol('OUTBOX_BOARD_ADMIN');

@@ -1,7 +1,6 @@
 import { Controller, DynamicModule, Inject, Logger, Module, OnModuleInit, UseGuards } from '@nestjs/common';
 import { getOutboxAdminToken } from '../module/outbox-tokens';
-import { OutboxBoardOptions, OutboxBoardOptionsInput, validateBoardOptions } from './board-options';
-import { BOARD_ADMIN, BOARD_OPTIONS } from './board.constants';
+import { BOARD_ADMIN, BOARD_OPTIONS, OutboxBoardOptions, OutboxBoardOptionsInput, validateBoardOptions } from './board-options';
 import { BoardController } from './board.controller';
 
 /**

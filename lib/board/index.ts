@@ -7,4 +7,4 @@
 export { OutboxBoardModule } from './board.module';
 export { OutboxBoardOptions } from './board-options';
 export type { BoardGuard, OutboxBoardOptionsInput } from './board-options';
-export { OutboxBoardOptionsError } from './board-options.error';
+export { OutboxBoardOptionsError } from './board-options';

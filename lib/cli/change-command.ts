@@ -9,7 +9,7 @@ import { withConnection } from './cli-connection';
 import { counted, printJson } from './cli-format';
 import { CliUsageError } from './cli-usage.error';
 import { checkedByAdmin, FILTER_OPTIONS, FILTER_OPTIONS_HELP, filteredTable, filterFields } from './filter-options';
-import { requireReadyTable } from './ready-table';
+import { requireReadyTable } from './table-schema-state';
 
 /** One of the changes OutboxAdmin makes to every message a filter selects. */
 export interface ChangeSpec {

@@ -1,12 +1,9 @@
-import { abandonCommand } from './abandon-command';
 import { CliCommand } from './cli-command';
 import { listCommand } from './list-command';
 import { migrateCommand } from './migrate-command';
 import { parkedCommand } from './parked-command';
-import { purgeCommand } from './purge-command';
-import { replayCommand } from './replay-command';
-import { requeueCommand } from './requeue-command';
 import { sqlCommand } from './sql-command';
+import { abandonCommand, purgeCommand, replayCommand, requeueCommand } from './state-change-commands';
 import { statusCommand } from './status-command';
 
 /** Every command, in the order the help lists them. */

@@ -7,7 +7,7 @@ import { CliCommand, ExitCode } from './cli-command';
 import { withConnection } from './cli-connection';
 import { counted, formatInstant, printJson } from './cli-format';
 import { checkedByAdmin, FILTER_OPTIONS, FILTER_OPTIONS_HELP, filteredTable, filterFields } from './filter-options';
-import { requireReadyTable } from './ready-table';
+import { requireReadyTable } from './table-schema-state';
 import { printTable, PrintedColumn } from './table-printer';
 
 /** The longest `last_error` a listed row shows; `--json` has all of it. */

@@ -1,4 +1,4 @@
-import { logLibraryToStderr } from './library-logs';
+import { Logger } from '@nestjs/common';
 import { runCli } from './run-cli';
 
 /**
@@ -20,6 +20,15 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
     code = 1;
   }
   process.stderr.write('', () => process.stdout.write('', () => process.exit(code)));
+}
+
+/**
+ * Sends the lines the library logs through Nest's Logger (such as a MySQL server without SKIP
+ * LOCKED) to stderr: stdout carries only the command's output, which `--json` makes one document.
+ */
+function logLibraryToStderr(): void {
+  const write = (level: string) => (message: unknown) => process.stderr.write(`[nestjs-outbox] ${level}: ${String(message)}\n`);
+  Logger.overrideLogger({ log: write('log'), warn: write('warn'), error: write('error'), debug: () => undefined, verbose: () => undefined });
 }
 
 if (require.main === module) void main();

@@ -5,7 +5,7 @@ import { withConnection } from './cli-connection';
 import { counted, printJson } from './cli-format';
 import { CliUsageError } from './cli-usage.error';
 import { filteredTable } from './filter-options';
-import { requireReadyTable } from './ready-table';
+import { requireReadyTable } from './table-schema-state';
 import { printTable } from './table-printer';
 
 /** The keys listed unless `--limit` says otherwise, and the most it may ask for. */

@@ -1,7 +1,9 @@
+import { FilteredTable } from '../admin/message-filter-validation';
 import { TableKind } from '../naming/index-names';
 import { isOutboxV1, isOutboxV3Pending, LATEST_OUTBOX_VERSION, tableColumns, withQueryRunner } from '../schema/outbox-schema-version';
 import { TABLE_COLUMNS } from '../schema/table-columns';
 import { CliConnection } from './cli-connection';
+import { suggestedCommand } from './cli-format';
 
 /**
  * Where a table stands: `current` has every column the library uses, at the latest version;
@@ -66,4 +68,16 @@ export function schemaProblem(schema: TableSchema): string | undefined {
         ` name the library's table with ${schema.kind === 'outbox' ? '--table' : '--inbox-table'}, or move yours out of the way`
       );
   }
+}
+
+/**
+ * Fails, saying what to run, unless the table a command reads or changes has every column the
+ * library's statements use: otherwise the database would answer with a raw "no such column".
+ */
+export async function requireReadyTable(connection: CliConnection, table: FilteredTable): Promise<void> {
+  const schema = (await readTableSchemas(connection))[table];
+  const problem = schemaProblem(schema);
+  if (!problem) return;
+  const fix = schema.state === 'unrecognised' ? '' : `: run ${suggestedCommand('migrate', connection)}`;
+  throw new Error(`${problem}${fix}`);
 }

@@ -4,8 +4,8 @@ import { MessageStatus } from '../message/message-status';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { backoffDelayMs, BackoffPolicy } from '../retry/backoff';
 import { causeChain, classifyFailure, describeError } from '../retry/error-classifier';
-import { RetryLaterError } from '../errors/retry-later.error';
-import { TransportUnavailableError } from '../errors/transport-unavailable.error';
+import { RetryLaterError } from '../errors/outbox.error';
+import { TransportUnavailableError } from '../errors/transport.errors';
 
 /** The longest a receiver's `Retry-After` may hold a message back: a day, whatever it asks. */
 export const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1_000;

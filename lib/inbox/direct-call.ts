@@ -1,7 +1,7 @@
 import { INTERCEPTORS_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { isObservable, lastValueFrom } from 'rxjs';
-import type { HandlerMethod } from './handler-method';
 import { InboxInterceptor } from './inbox.interceptor';
+import type { HandlerMethod } from './inbox-handler-options';
 
 /**
  * Whether Nest would run nothing between the inbox interceptor and the business method, so that

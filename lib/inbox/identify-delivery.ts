@@ -2,7 +2,6 @@ import type { ConsumeMessage } from 'amqplib';
 import { createHash, randomUUID } from 'node:crypto';
 import { isUtf8 } from 'node:buffer';
 import { InboxRow } from '../dialects/inbox-dialect';
-import { bizKeyMessageId } from './bizkey-message-id';
 import { InboxHandlerDefinition } from './inbox-handler-options';
 import { MalformedBody } from './malformed-body';
 import { describeError } from '../retry/error-classifier';
@@ -134,4 +133,27 @@ function safeJson(value: unknown): string {
   } catch {
     return '{}';
   }
+}
+
+/**
+ * The message id of a delivery that came without one and is deduped by `(type, bizKey)`: a hash
+ * of both, so that no two facts share it however their text runs together (`order:paid` + `42`
+ * and `order` + `paid:42`), and it fits the column whatever their length.
+ */
+export function bizKeyMessageId(type: string, bizKey: string): string {
+  return `bizkey:${createHash('sha256')
+    .update(JSON.stringify([type, bizKey]))
+    .digest('hex')}`;
+}
+
+/**
+ * Whether the broker says it delivered this message before: RabbitMQ's `redelivered` flag (set
+ * on a message that went back to its queue unacknowledged: a nack with requeue, a closed channel,
+ * a dead consumer) or a quorum queue's `x-delivery-count` header. A first delivery is neither, so
+ * only redeliveries pay for counting an attempt before the handler runs.
+ */
+export function isRedelivery(message: ConsumeMessage): boolean {
+  if (message.fields?.redelivered === true) return true;
+  const count = message.properties?.headers?.['x-delivery-count'] as unknown;
+  return (typeof count === 'number' && count > 0) || (typeof count === 'bigint' && count > 0n);
 }

@@ -1,6 +1,5 @@
 import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
-import { INBOX_HANDLER_METADATA } from './inbox.constants';
-import { InboxHandlerOptions } from './inbox-handler-options';
+import { INBOX_HANDLER_METADATA, InboxHandlerOptions } from './inbox-handler-options';
 import { InboxInterceptor } from './inbox.interceptor';
 
 /**

@@ -15,8 +15,13 @@ import { InboxSubscriptions } from './inbox-subscriptions';
 import { callAsNest, runsMethodAlone } from './direct-call';
 import { guardedErrorHandler } from './guarded-error-handler';
 import { CONSUMER_NAME_MAX_LENGTH } from '../message/message-limits';
-import { DECLARED_RABBIT_HANDLER, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from './inbox.constants';
-import { InboxHandlerDefinition, InboxHandlerOptions } from './inbox-handler-options';
+import {
+  DECLARED_RABBIT_HANDLER,
+  INBOX_HANDLER_DEFINITION,
+  INBOX_HANDLER_METADATA,
+  InboxHandlerDefinition,
+  InboxHandlerOptions,
+} from './inbox-handler-options';
 import { safeDeserializer } from './malformed-body';
 import { nestHandlerChain, NestHandlerChain } from './nest-handler-chain';
 import { runStoredDelivery } from './stored-delivery';

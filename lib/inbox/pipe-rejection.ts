@@ -1,5 +1,5 @@
 import { HttpException } from '@nestjs/common';
-import { InputRejectedError } from '../errors/input-rejected.error';
+import { InputRejectedError } from '../errors/input.errors';
 
 /** Errors the business method itself threw (or rejected with): never taken for a pipe's refusal. */
 const thrownByMethod = new WeakSet<object>();

@@ -1,4 +1,4 @@
-import { isWellFormed, toWellFormed } from '../message/well-formed-text';
+import { isWellFormed, toWellFormed } from '../message/message-text';
 
 /**
  * Text every inbox dialect stores as given. PostgreSQL text cannot hold NUL at all, and a lone

@@ -1,6 +1,5 @@
 import { OutboxMessageInvalidError } from '../errors';
 import { AMQP_SHORT_STRING_MAX_BYTES, TEXT_COLUMN_MAX_CHARACTERS } from './message-limits';
-import { isWellFormed } from './well-formed-text';
 
 const LINE_BREAK = /[\r\n]/;
 
@@ -94,4 +93,22 @@ function codePoints(text: string): number {
 
 function codeUnit(text: string, at: number): string {
   return `U+${text.charCodeAt(at).toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/**
+ * `String.prototype.isWellFormed` and `toWellFormed` (ES2024, in every Node the library supports),
+ * not yet in the compiler's ES2022 library. A string is well-formed when it has no lone surrogate
+ * (an unpaired half of \uD800–\uDFFF), which has no UTF-8 form: the drivers and amqplib write
+ * U+FFFD in its place.
+ */
+type WellFormed = { isWellFormed(): boolean; toWellFormed(): string };
+
+/** Whether `text` has no lone surrogate. */
+export function isWellFormed(text: string): boolean {
+  return (text as unknown as WellFormed).isWellFormed();
+}
+
+/** `text` with every lone surrogate replaced by U+FFFD. */
+export function toWellFormed(text: string): string {
+  return (text as unknown as WellFormed).toWellFormed();
 }

@@ -6,7 +6,7 @@ import { ParkedKey } from '../engine/message-views';
 import { InboxConsumers } from '../inbox/inbox-consumers';
 import { describeError } from '../retry/error-classifier';
 import { OutboxTransports } from '../transport/outbox-transports';
-import { CONSUMER, STATUS, TABLE, TRANSPORT } from '../observability/metric-attributes';
+import { CONSUMER, STATUS, TABLE, TRANSPORT } from '../observability/metric-names';
 import type { Instruments } from '../observability/metric-instruments';
 
 /**

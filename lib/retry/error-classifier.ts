@@ -1,4 +1,4 @@
-import { NonRetryableError } from '../errors/non-retryable.error';
+import { NonRetryableError } from '../errors/outbox.error';
 
 /** What to do with a message whose attempt failed. */
 export type FailureVerdict = 'retry' | 'fatal';

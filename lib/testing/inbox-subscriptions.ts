@@ -2,8 +2,7 @@ import type { RabbitHandlerConfig } from '@golevelup/nestjs-rabbitmq';
 import type { INestApplicationContext } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import { decoratedMethods } from '../inbox/decorated-methods';
-import { DECLARED_RABBIT_HANDLER, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA } from '../inbox/inbox.constants';
-import type { InboxHandlerDefinition } from '../inbox/inbox-handler-options';
+import { DECLARED_RABBIT_HANDLER, INBOX_HANDLER_DEFINITION, INBOX_HANDLER_METADATA, type InboxHandlerDefinition } from '../inbox/inbox-handler-options';
 
 /** One binding of a subscription's queue: messages published to `exchange` with a matching key reach it. */
 export interface LoopbackBinding {

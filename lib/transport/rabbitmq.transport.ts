@@ -2,44 +2,26 @@ import type { AmqpConnection } from '@golevelup/nestjs-rabbitmq';
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
-import {
-  BrokerChannelError,
-  ExchangeNotFoundError,
-  NonRetryableError,
-  OutboxError,
-  SendTimeoutError,
-  TransportUnavailableError,
-  UnroutableMessageError,
-} from '../errors';
+import { ExchangeNotFoundError, OutboxError, SendTimeoutError, TransportUnavailableError } from '../errors';
+import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../message/outbox-transport';
 import { OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
-import { golevelup } from './amqp/golevelup';
-import { BrokerLink } from './amqp/broker-link';
-import { BrokerCloseError, isPermanentRefusal } from './amqp/channel-close';
-import { AmqpPublication, ConfirmPublisher, PublishOutcome } from './amqp/confirm-publisher';
-import { ExchangeRegistry } from './amqp/exchange-registry';
-import { IsolationLane } from './amqp/isolation-lane';
-import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../message/outbox-transport';
+import { amqpPublicationOf, unencodable } from './amqp/amqp-publication-of';
 import { brokerAddress } from './amqp/broker-address';
-import { deliveryHeaders } from './delivery-headers';
-import { encodedHeaderTableSize } from '../message/amqp-header-table';
-import { AMQP_SHORT_STRING_MAX_BYTES } from '../message/message-limits';
-import { refuseLineBreaks } from '../message/message-text';
-
-/** The transport's main confirm channel on one connection: `opened` once it is. */
-interface MainChannel {
-  connection: ChannelModel;
-  publisher: Promise<ConfirmPublisher>;
-  opened?: ConfirmPublisher;
-}
+import { BrokerLink } from './amqp/broker-link';
+import { BrokerCloseError } from './amqp/channel-close';
+import { AmqpPublication } from './amqp/confirm-publisher';
+import { ExchangeRegistry } from './amqp/exchange-registry';
+import { golevelup } from './amqp/golevelup';
+import { IsolationLane } from './amqp/isolation-lane';
+import { MainChannel } from './amqp/main-channel';
+import { PublishOutcomes } from './amqp/publish-outcomes';
 
 /** What a delivery's callback is given when the broker confirmed it (any other value is the error). */
 const SENT = Symbol('sent');
 
 /** Times a message is sent again after channels closed over other messages, before it is given back. */
 const MAX_RESENDS = 5;
-/** Message ids that closed a channel before and are sent alone until they go through. */
-const MAX_SUSPECTS = 1_000;
 
 /**
  * Publishes through golevelup's connection on confirm channels of its own: persistent,
@@ -56,10 +38,10 @@ const MAX_SUSPECTS = 1_000;
 export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RabbitMqOutboxTransport.name);
   private link?: BrokerLink;
-  private main?: MainChannel;
+  private readonly main = new MainChannel((error) => this.logBrokerClose(error, false));
   private readonly exchanges: ExchangeRegistry;
+  private readonly outcomes: PublishOutcomes;
   private readonly isolation = new IsolationLane((error) => this.logBrokerClose(error, true));
-  private readonly suspects = new Set<string>();
   private broker?: ServerAddress;
 
   /** `messaging.system` of the send spans. */
@@ -75,6 +57,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   ) {
     // Within the send's own timeout, so that a check that hangs gives the message back unattempted.
     this.exchanges = new ExchangeRegistry(Math.floor(options.sendTimeoutMs / 2));
+    this.outcomes = new PublishOutcomes(this.exchanges);
   }
 
   /**
@@ -139,17 +122,14 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   /** Nest lifecycle hook: closes the transport's confirm channels. */
   async onApplicationShutdown(): Promise<void> {
     this.link?.close();
-    const main = this.main;
-    this.main = undefined;
-    await Promise.all([main?.publisher.then((p) => p.close()).catch(() => undefined), this.isolation.close()]);
+    await Promise.all([this.main.close(), this.isolation.close()]);
   }
 
   /** Sends `message` and calls `done` once: with `SENT` when the broker confirmed it, with the error otherwise. */
   private deliver(link: BrokerLink, message: OutgoingMessage, done: (outcome: unknown) => void): void {
     let publication: AmqpPublication;
     try {
-      publication = this.toPublication(message);
-      this.assertEncodable(message, publication.options.headers);
+      publication = amqpPublicationOf(message, this.options.mandatory);
     } catch (error) {
       return done(error);
     }
@@ -157,8 +137,8 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     // connected, the exchange known to exist, the main channel open, the message no suspect.
     const connection = link.connection;
     const publisher =
-      connection && this.exchanges.isKnown(connection, message.exchange) && !this.suspects.has(message.messageId)
-        ? this.openPublisherOn(connection)
+      connection && this.exchanges.isKnown(connection, message.exchange) && !this.outcomes.isSuspect(message.messageId)
+        ? this.main.openOn(connection)
         : undefined;
     if (!connection || !publisher) {
       this.deliverInRounds(link, message, publication).then(() => done(SENT), done);
@@ -167,7 +147,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     publisher.publishThen(publication, (outcome) => {
       let delivered: boolean;
       try {
-        delivered = this.delivered(outcome, connection, message);
+        delivered = this.outcomes.delivered(outcome, connection, message);
       } catch (error) {
         return done(error);
       }
@@ -184,47 +164,18 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
       // Known exchanges and an open channel are answered without a promise.
       const exists = this.exchangeExists(connection, message);
       if (!(typeof exists === 'boolean' ? exists : await exists)) throw new ExchangeNotFoundError(message.exchange);
-      const alone = this.suspects.has(message.messageId);
+      const alone = this.outcomes.isSuspect(message.messageId);
       const outcome = alone
         ? await this.isolation.publish(connection, publication)
-        : await (this.openPublisherOn(connection) ?? (await this.publisherOn(connection))).publish(publication);
-      if (this.delivered(outcome, connection, message)) return;
+        : await (this.main.openOn(connection) ?? (await this.main.on(connection))).publish(publication);
+      if (this.outcomes.delivered(outcome, connection, message)) return;
     }
     throw new TransportUnavailableError(`Channels kept closing over other messages while message ${message.messageId} was sent`);
   }
 
-  /**
-   * What a publication's outcome means: true once confirmed; false when it is to be sent again
-   * (its channel closed over another message, or it is a suspect from now on, sent alone); throws
-   * the message's failure otherwise.
-   */
-  private delivered(outcome: PublishOutcome, connection: ChannelModel, message: OutgoingMessage): boolean {
-    switch (outcome.kind) {
-      case 'confirmed':
-        if (this.suspects.size > 0) this.suspects.delete(message.messageId);
-        return true;
-      case 'returned':
-        throw new UnroutableMessageError(message.messageId, message.exchange, message.routingKey);
-      case 'nacked':
-        throw new OutboxError(
-          `The broker nacked message ${message.messageId}: it could not take responsibility for it (e.g. a queue with x-overflow reject-publish is full)`,
-        );
-      case 'unencodable':
-        throw this.unencodable(message, outcome.error);
-      case 'closed':
-        if (outcome.blame === 'none') throw new TransportUnavailableError(`The broker connection closed before message ${message.messageId} was confirmed`);
-        if (outcome.blame === 'culprit') {
-          this.suspects.delete(message.messageId);
-          throw this.refusal(connection, message, outcome.error!);
-        }
-        if (outcome.blame === 'suspect') this.suspect(message.messageId);
-        return false;
-    }
-  }
-
   private exchangeExists(connection: ChannelModel, message: OutgoingMessage): boolean | Promise<boolean> {
     const failed = (error: unknown): never => {
-      if (error instanceof TypeError || error instanceof RangeError) throw this.unencodable(message, error);
+      if (error instanceof TypeError || error instanceof RangeError) throw unencodable(message, error);
       throw error;
     };
     try {
@@ -233,97 +184,6 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     } catch (error) {
       return failed(error);
     }
-  }
-
-  /**
-   * Checks again what publish() checks about amqplib, for rows written without it (an older
-   * version, a hand-written INSERT): amqplib throws on some of these, and on headers over 64 KB it
-   * sends a corrupt frame, for which the broker closes the whole connection, consumers included.
-   * Also a name with a line break: RabbitMQ strips CR and LF from the names it declares, so a
-   * passive check finds an exchange the publication then misses, again and again.
-   */
-  private assertEncodable(message: OutgoingMessage, headers: object): void {
-    try {
-      refuseLongShortString('exchange', message.exchange);
-      refuseLongShortString('routingKey', message.routingKey);
-      refuseLongShortString('type', message.type);
-      if (message.exchange === '') refuseLineBreaks('routingKey', message.routingKey, 'queue');
-      else refuseLineBreaks('exchange', message.exchange, 'exchange');
-      // The delivery headers alone are a few dozen bytes: only a message's own need measuring.
-      if (hasHeaders(message.headers)) encodedHeaderTableSize(headers);
-    } catch (error) {
-      throw this.unencodable(message, error);
-    }
-  }
-
-  /** A message amqplib cannot encode (a row written without publish()'s checks): no retry can send it. */
-  private unencodable(message: OutgoingMessage, error: unknown): NonRetryableError {
-    return new NonRetryableError(`Message ${message.messageId} cannot be sent over AMQP as it is: ${(error as Error).message}`, { cause: error });
-  }
-
-  /** The error of a message the broker closed a channel over. */
-  private refusal(connection: ChannelModel, message: OutgoingMessage, error: BrokerCloseError): Error {
-    const channelError = new BrokerChannelError(message.messageId, error.code, error.message);
-    if (error.code === 404) {
-      this.exchanges.forget(connection, message.exchange);
-      return new ExchangeNotFoundError(message.exchange, { cause: channelError });
-    }
-    // The broker refuses the message itself (a header, its size): retrying cannot help.
-    if (isPermanentRefusal(error)) return new NonRetryableError(channelError.message, { cause: channelError });
-    return channelError;
-  }
-
-  private suspect(messageId: string): void {
-    if (this.suspects.size >= MAX_SUSPECTS) this.suspects.delete(this.suspects.values().next().value!);
-    this.suspects.add(messageId);
-  }
-
-  /** The main channel on `connection` when it is open and usable now; otherwise see `publisherOn`. */
-  private openPublisherOn(connection: ChannelModel): ConfirmPublisher | undefined {
-    const opened = this.main?.connection === connection ? this.main.opened : undefined;
-    return opened?.usable ? opened : undefined;
-  }
-
-  /** The main channel on `connection`, opened on first use and again after it closed. */
-  private publisherOn(connection: ChannelModel): Promise<ConfirmPublisher> {
-    const main = this.main;
-    if (main && main.connection === connection) {
-      return main.publisher.then((publisher) => (publisher.usable ? publisher : this.openMain(connection, main)));
-    }
-    return this.openMain(connection, main);
-  }
-
-  private openMain(connection: ChannelModel, replacing: MainChannel | undefined): Promise<ConfirmPublisher> {
-    // Every send that finds the old channel closed opens the same new one.
-    if (this.main !== replacing) return this.publisherOn(connection);
-    let main: MainChannel;
-    const publisher = ConfirmPublisher.open(connection, (error) => this.logBrokerClose(error, false)).then(
-      (opened) => (main.opened = opened),
-      (error: unknown) => {
-        if (this.main === main) this.main = undefined;
-        throw new TransportUnavailableError('Could not open the outbox channel', { cause: error });
-      },
-    );
-    this.main = main = { connection, publisher };
-    return publisher;
-  }
-
-  private toPublication(message: OutgoingMessage): AmqpPublication {
-    return {
-      messageId: message.messageId,
-      exchange: message.exchange,
-      routingKey: message.routingKey,
-      content: Buffer.from(message.payload),
-      options: {
-        messageId: message.messageId,
-        type: message.type,
-        headers: sentHeaders(message),
-        contentType: 'application/json',
-        persistent: true,
-        mandatory: this.options.mandatory,
-        timestamp: Math.floor(message.createdAt.getTime() / 1000),
-      },
-    };
   }
 
   private logBrokerClose(error: BrokerCloseError, isolating: boolean): void {
@@ -342,22 +202,4 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     if (!this.link) throw new OutboxError('The RabbitMQ outbox transport is not started yet');
     return this.link;
   }
-}
-
-function refuseLongShortString(field: string, value: string): void {
-  const bytes = Buffer.byteLength(value);
-  if (bytes > AMQP_SHORT_STRING_MAX_BYTES) throw new Error(`its ${field} is ${bytes} bytes, more than AMQP's ${AMQP_SHORT_STRING_MAX_BYTES}-byte short string`);
-}
-
-/** The message's own headers with the delivery headers (attempt number, publish time) over them. */
-function sentHeaders(message: OutgoingMessage): Record<string, unknown> {
-  const delivery = deliveryHeaders(message);
-  // Most messages have no headers of their own: one object per send instead of two.
-  return hasHeaders(message.headers) ? { ...message.headers, ...delivery } : delivery;
-}
-
-/** Whether `headers` has a field amqplib would encode: for…in, as amqplib iterates. */
-function hasHeaders(headers: object | null | undefined): boolean {
-  for (const _name in headers) return true;
-  return false;
 }

@@ -1,5 +1,5 @@
 import { InboxRow } from '../dialects/inbox-dialect';
-import { bizKeyMessageId } from '../inbox/bizkey-message-id';
+import { bizKeyMessageId } from '../inbox/identify-delivery';
 import { printable } from '../message/printable';
 import { storableText, unstorableReason } from '../inbox/storable-text';
 import { describeError } from '../retry/error-classifier';

@@ -1,6 +1,6 @@
 import { unstorableReason } from '../inbox/storable-text';
 import { CONSUMER_NAME_MAX_LENGTH, HTTP_HEADER_NAME, MAX_ATTEMPTS_LIMIT } from '../message/message-limits';
-import { DEFAULT_KEPT_HEADERS, STANDARD_WEBHOOK_ID_HEADER } from './webhook.constants';
+import { WEBHOOK_HEADERS } from '../transport/http/standard-webhooks';
 import { WebhookInboxDefinition } from './webhook-inbox-definition';
 import { WebhookInboxOptions } from './webhook-inbox-options';
 import type { WebhookRequest } from './webhook-request';
@@ -11,6 +11,11 @@ export interface WebhookInboxDefaults {
   maxAttempts: number;
   maxBodyBytes: number;
 }
+
+/** The message id header of the Standard Webhooks scheme, the default id source. */
+const STANDARD_WEBHOOK_ID_HEADER = WEBHOOK_HEADERS.id;
+/** Headers kept by default: the Standard Webhooks ones, so a stored request can be verified again. */
+const DEFAULT_KEPT_HEADERS: readonly string[] = Object.values(WEBHOOK_HEADERS);
 
 const OPTION_NAMES = new Set(['outbox', 'consumer', 'messageId', 'type', 'bizKey', 'orderingKey', 'maxAttempts', 'status', 'maxBodyBytes', 'headers']);
 

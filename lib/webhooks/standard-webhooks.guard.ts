@@ -3,7 +3,7 @@ import { printable } from '../message/printable';
 import { WEBHOOK_REFUSALS } from './refusal-log';
 import { markRefusalLogged } from './webhook-route';
 import { ModuleRef } from '@nestjs/core';
-import { WebhookOptionsError } from '../errors/webhook-options.error';
+import { WebhookOptionsError } from '../errors/options.errors';
 import { rawBodyOf } from './raw-body';
 import { verifyWebhook, WebhookHeaders, webhookSecretsProblems, WebhookSecrets, webhookToleranceProblems } from '../transport/http/standard-webhooks';
 

@@ -1,5 +1,8 @@
 import type { WebhookRequest } from './webhook-request';
 
+/** Metadata key of the resolved definition, set at start-up on the same method as `@WebhookInbox()`'s options. */
+export const WEBHOOK_INBOX_DEFINITION = Symbol('nestjs-outbox:webhook-inbox-definition');
+
 /** A `@WebhookInbox()` route as resolved at start-up. */
 export interface WebhookInboxDefinition {
   consumer: string;

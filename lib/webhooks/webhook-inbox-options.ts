@@ -1,5 +1,8 @@
 import type { WebhookRequest } from './webhook-request';
 
+/** Metadata key of `@WebhookInbox()` options on a route method. */
+export const WEBHOOK_INBOX_METADATA = Symbol('nestjs-outbox:webhook-inbox');
+
 /** Where a webhook's message id comes from. */
 export type WebhookMessageIdSource =
   /** A request header, e.g. `webhook-id` (Standard Webhooks) or `x-github-delivery`. */

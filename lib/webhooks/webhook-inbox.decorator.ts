@@ -1,6 +1,5 @@
 import { applyDecorators, HttpCode, SetMetadata, UseInterceptors } from '@nestjs/common';
-import { WEBHOOK_INBOX_METADATA } from './webhook.constants';
-import { WebhookInboxOptions } from './webhook-inbox-options';
+import { WEBHOOK_INBOX_METADATA, WebhookInboxOptions } from './webhook-inbox-options';
 import { WebhookInboxInterceptor } from './webhook-inbox.interceptor';
 
 /**

@@ -2,8 +2,7 @@ import { CallHandler, ExecutionContext, Injectable, NestInterceptor, Optional } 
 import { ModuleRef } from '@nestjs/core';
 import { from, Observable } from 'rxjs';
 import { OutboxError } from '../errors';
-import { WEBHOOK_INBOX_DEFINITION } from './webhook.constants';
-import { WebhookInboxDefinition } from './webhook-inbox-definition';
+import { WEBHOOK_INBOX_DEFINITION, WebhookInboxDefinition } from './webhook-inbox-definition';
 import { WebhookIntake } from './webhook-intake.service';
 import { outboxServiceOf } from '../naming/outbox-service-of';
 import { getWebhookIntakeToken } from './webhook-intake.service';

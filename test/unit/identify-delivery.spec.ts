@@ -2,7 +2,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { identifyDelivery } from '../../lib/inbox/identify-delivery';
 import { InboxHandlerDefinition } from '../../lib/inbox/inbox-handler-options';
 import { MalformedBody, safeDeserializer } from '../../lib/inbox/malformed-body';
-import { bizKeyMessageId } from '../../lib/inbox/bizkey-message-id';
+import { bizKeyMessageId } from '../../lib/inbox/identify-delivery';
 
 const handler: InboxHandlerDefinition = { consumer: 'inventory', mode: 'transactional', maxAttempts: 5, invoke: async () => undefined };
 

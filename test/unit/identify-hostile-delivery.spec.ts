@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import { identifyDelivery } from '../../lib/inbox/identify-delivery';
 import { InboxHandlerDefinition } from '../../lib/inbox/inbox-handler-options';
-import { isRedelivery } from '../../lib/inbox/redelivery';
+import { isRedelivery } from '../../lib/inbox/identify-delivery';
 
 const handler: InboxHandlerDefinition = { consumer: 'inventory', mode: 'transactional', maxAttempts: 5, invoke: async () => undefined };
 

@@ -1,12 +1,12 @@
 import fc, { Arbitrary } from 'fast-check';
-import { isWellFormed } from '../../lib/message/well-formed-text';
+import { isWellFormed } from '../../lib/message/message-text';
 import { ArrivedRequest, IdentifiedWebhook, identifyWebhook } from '../../lib/webhooks/identify-webhook';
 import { resolveWebhookInbox, WebhookInboxDefaults } from '../../lib/webhooks/resolve-webhook-inbox';
 import { WebhookInboxDefinition } from '../../lib/webhooks/webhook-inbox-definition';
 import { WebhookInboxOptions } from '../../lib/webhooks/webhook-inbox-options';
 import { flatHeaders, WebhookRequest } from '../../lib/webhooks/webhook-request';
 import { text } from '../support/message-arbitraries';
-import { bizKeyMessageId } from '../../lib/inbox/bizkey-message-id';
+import { bizKeyMessageId } from '../../lib/inbox/identify-delivery';
 
 const DEFAULTS: WebhookInboxDefaults = { consumer: 'PaymentWebhooks.onPayment', maxAttempts: 5, maxBodyBytes: 1_048_576 };
 const WHERE = '@WebhookInbox on PaymentWebhooks.onPayment';

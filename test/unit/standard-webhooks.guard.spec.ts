@@ -2,7 +2,7 @@ import { Controller, HttpCode, INestApplication, Module, Post, Req, UseGuards } 
 import { NestFactory } from '@nestjs/core';
 import { randomBytes } from 'node:crypto';
 import { OutboxOptionsError } from '../../lib/errors';
-import { WebhookOptionsError } from '../../lib/errors/webhook-options.error';
+import { WebhookOptionsError } from '../../lib/errors/options.errors';
 import { signWebhook } from '../../lib/transport/http/standard-webhooks';
 import { StandardWebhooksGuard, VERIFIED_WEBHOOK, VerifiedWebhook } from '../../lib/webhooks/standard-webhooks.guard';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { OutboxOptionsError } from '../../lib/errors';
-import { WebhookOptionsError } from '../../lib/errors/webhook-options.error';
+import { WebhookOptionsError } from '../../lib/errors/options.errors';
 import { signWebhook, verifyWebhook, WebhookHeaders } from '../../lib/transport/http/standard-webhooks';
 
 /**

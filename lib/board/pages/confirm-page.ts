@@ -1,7 +1,6 @@
 import { CSRF_FIELD } from '../csrf';
 import { boardHref, html } from '../html';
-import { BoardView } from './board-view';
-import { layout } from './layout';
+import { BoardView, layout } from './layout';
 
 /** What an action will do, as its confirmation shows it before anything changes. */
 export interface PendingAction {

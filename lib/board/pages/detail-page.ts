@@ -1,8 +1,7 @@
 import { CHANGEABLE_STATUSES } from '../../engine/state-table';
 import { MessageDetail } from '../../engine/message-views';
 import { boardHref, cutForDisplay, html, SafeHtml } from '../html';
-import { BoardView } from './board-view';
-import { layout, shownTime } from './layout';
+import { BoardView, layout, shownTime } from './layout';
 
 /** The changes one message can have from its page: the admin's actions by id. */
 const MESSAGE_ACTIONS = ['requeue', 'abandon'] as const;

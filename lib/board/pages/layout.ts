@@ -1,5 +1,16 @@
 import { boardHref, html, SafeHtml } from '../html';
-import { BoardView } from './board-view';
+
+/** What every page needs to know of the board it belongs to. */
+export interface BoardView {
+  /** The board's path as the browser sees it (global prefix included), without a trailing slash. */
+  base: string;
+  title: string;
+  readOnly: boolean;
+  /** Characters of a payload, headers or error shown before the rest is cut. */
+  displayLimit: number;
+  /** The CSRF token the page's forms carry. */
+  csrfToken: string;
+}
 
 /** A whole page: the stylesheet the board serves itself (no inline style, no script, nothing from elsewhere), its navigation and `body`. */
 export function layout(view: BoardView, heading: string, body: SafeHtml): string {

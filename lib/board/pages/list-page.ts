@@ -2,8 +2,7 @@ import { ListedInboxMessage, ListedOutboxMessage, MessagePage } from '../../admi
 import { MessageStatus } from '../../message/message-status';
 import { BoardFilter } from '../board-filter';
 import { boardHref, html, SafeHtml } from '../html';
-import { BoardView } from './board-view';
-import { layout, shownTime } from './layout';
+import { BoardView, layout, shownTime } from './layout';
 import { shortText } from './overview-page';
 
 /** The changes a filter can make, with their labels; replay is the outbox's only. */

@@ -2,8 +2,7 @@ import { OutboxActivity, OutboxStats, TableStats } from '../../admin/outbox-stat
 import { ParkedKey } from '../../engine/message-views';
 import { MessageStatus } from '../../message/message-status';
 import { boardHref, cutForDisplay, html, SafeHtml } from '../html';
-import { BoardView } from './board-view';
-import { layout, shownDuration, shownTime } from './layout';
+import { BoardView, layout, shownDuration, shownTime } from './layout';
 
 const STATUSES = Object.values(MessageStatus);
 

@@ -4,13 +4,12 @@ import { MessageStatus } from '../../message/message-status';
 import { assertMovedWhole } from '../archive-batch';
 import { stateIndexNames } from '../../naming/index-names';
 import { changeAssignments, changeCandidatesSql, changedStatuses, highestId } from '../message-change-sql';
-import { filterConditions, SqlParams } from '../message-filter-sql';
+import { FilterFlavour, filterConditions, LIKE_ESCAPE, likeContaining, SqlParams } from '../message-filter-sql';
 import { MessageScope } from '../message-ref-sql';
 import { execute } from '../sql-executor';
 import { SqlStateTable } from '../sql-state-table';
 import { noPerClaimValues, StateTableFlavour } from '../state-table-flavour';
 import { FINISHED_SQL } from '../status-sql';
-import { MYSQL_FILTER } from './mysql-filter';
 import {
   forceIndex,
   isoTime,
@@ -24,9 +23,21 @@ import {
   perRow,
   sqlId,
   toDate,
+  utcDatetime,
 } from './mysql-sql';
 
 const { PROCESSING } = MessageStatus;
+
+/**
+ * Operator filters on MySQL/MariaDB: `?` parameters, times as UTC DATETIME(6) literals (which
+ * every time column holds), and LIKE, which the tables' binary collation makes case-sensitive.
+ */
+const MYSQL_FILTER: FilterFlavour = {
+  placeholder: () => '?',
+  id: sqlId,
+  time: (params, instant) => `CAST(${params.add(utcDatetime(instant.toISOString()))} AS DATETIME(6))`,
+  contains: (column, params, text) => `${column} LIKE ${params.add(likeContaining(text))} ESCAPE '${LIKE_ESCAPE}'`,
+};
 
 /**
  * MySQL/MariaDB's spelling of the state table: `?` parameters, UTC DATETIME(6) times with

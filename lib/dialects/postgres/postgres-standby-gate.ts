@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DataSource } from 'typeorm';
 import { StandbyGate } from '../../engine/standby-gate';
-import { StandbyLagError } from '../../errors/standby-lag.error';
+import { StandbyLagError } from '../../errors/database.errors';
 import { ResolvedAwaitStandby } from '../../options/await-standby';
 import { describeError } from '../../retry/error-classifier';
 import { execute } from '../sql-executor';

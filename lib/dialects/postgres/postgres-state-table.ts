@@ -1,14 +1,23 @@
 import { DataSource } from 'typeorm';
 import { ArchiveTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
+import { FilterFlavour, LIKE_ESCAPE, likeContaining } from '../message-filter-sql';
 import { MessageScope } from '../message-ref-sql';
 import { execute } from '../sql-executor';
 import { SqlStateTable } from '../sql-state-table';
 import { noPerClaimValues, StateTableFlavour } from '../state-table-flavour';
 import { FINISHED_SQL, orderingRule, UNFINISHED_SQL } from '../status-sql';
-import { POSTGRES_FILTER } from './postgres-filter';
 
 const { PROCESSING } = MessageStatus;
+
+/** Operator filters on PostgreSQL: `$n` parameters, timestamptz times, a case-sensitive LIKE. */
+const POSTGRES_FILTER: FilterFlavour = {
+  placeholder: (n) => `$${n}`,
+  // Text, which PostgreSQL casts to the bigint it is compared with.
+  id: (id) => id,
+  time: (params, instant) => `${params.add(instant.toISOString())}::timestamptz`,
+  contains: (column, params, text) => `${column} LIKE ${params.add(likeContaining(text))} ESCAPE '${LIKE_ESCAPE}'`,
+};
 
 /**
  * PostgreSQL's spelling of the state table: `$n` parameters, `now()`, counts from `RETURNING`,

@@ -2,17 +2,29 @@ import { DataSource } from 'typeorm';
 import { ArchiveTable } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { assertMovedWhole } from '../archive-batch';
+import { FilterFlavour } from '../message-filter-sql';
 import { MessageScope } from '../message-ref-sql';
 import { SqlStateTable } from '../sql-state-table';
 import { StateTableFlavour } from '../state-table-flavour';
 import { CLAIMABLE_SQL, FINISHED_SQL, orderingRule, UNFINISHED_SQL } from '../status-sql';
 import { sqliteConnectionOf } from './sqlite-connection';
 import { sqliteExecute } from './sqlite-executor';
-import { SQLITE_FILTER } from './sqlite-filter';
 import { SqliteRow } from './sqlite-statements';
-import { fromSqliteTime, SQLITE_NOW, sqliteNowMinusMs, sqliteNowPlusMs } from './sqlite-time';
+import { fromSqliteTime, SQLITE_NOW, sqliteNowMinusMs, sqliteNowPlusMs, toSqliteTime } from './sqlite-time';
 
 const { PROCESSING } = MessageStatus;
+
+/**
+ * Operator filters on SQLite: `?` parameters and times as the stored UTC text, which compares as
+ * text. A substring is found with `instr`, not LIKE: SQLite's LIKE ignores the case of ASCII
+ * letters, and `instr` has no wildcards to escape.
+ */
+const SQLITE_FILTER: FilterFlavour = {
+  placeholder: () => '?',
+  id: (id) => BigInt(id),
+  time: (params, instant) => params.add(toSqliteTime(instant.toISOString())),
+  contains: (column, params, text) => `instr(${column}, ${params.add(text)}) > 0`,
+};
 
 /**
  * SQLite's spelling of the state table: `?` parameters, its clock as the stored UTC text, counts

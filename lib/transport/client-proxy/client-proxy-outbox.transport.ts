@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, mixin, OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit, Type } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { lastValueFrom } from 'rxjs';
-import { OutboxOptionsError, SendTimeoutError, TransportUnavailableError } from '../../errors';
+import { NonRetryableError, OutboxOptionsError, SendTimeoutError, TransportUnavailableError } from '../../errors';
+import { printable } from '../../message/printable';
 import { OUTBOX_OPTIONS } from '../../naming/injection-tokens';
 import { OutboxModuleOptions } from '../../options/outbox-module-options';
 import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage } from '../../message/outbox-transport';
 import { ClientConnection } from './client-connection';
 import { ClientProxyOutboxTransportOptions, clientProxyTransportOptionProblems, resolveClientProxyTimeout } from './client-proxy-options';
-import { emitFailure } from './emit-failure';
 import { connectClient, EventClient, isEventClient, isGrpcClient, tokenName } from './event-client';
 import { eventPattern, eventPatternProblem } from './event-pattern';
 import { outboxEnvelope } from './outbox-envelope';
@@ -177,4 +177,21 @@ function clientMessagingSystem(client: object): string | undefined {
     if (system) return system;
   }
   return undefined;
+}
+
+/**
+ * The error a failed emit is recorded with: the client's error as its cause, under a message
+ * that names the client and the pattern. Counted as an attempt and retried, except where retrying
+ * cannot help.
+ */
+function emitFailure(error: unknown, messageId: string, pattern: string, clientName: string): Error {
+  if (error instanceof SendTimeoutError) return error;
+  const failed = `ClientProxy ${clientName} failed to emit message ${messageId} on "${printable(pattern)}"`;
+  // nats.js refuses, before sending, a message larger than the server's max_payload: every retry would be refused too.
+  if ((error as { code?: unknown } | null)?.code === 'MAX_PAYLOAD_EXCEEDED') {
+    return new NonRetryableError(`${failed}: it is larger than the NATS server's max_payload; raise max_payload or shrink the message, then requeue it`, {
+      cause: error,
+    });
+  }
+  return new Error(failed, { cause: error });
 }

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { WebhookOptionsError } from '../../errors/webhook-options.error';
+import { WebhookOptionsError } from '../../errors/options.errors';
 
 /** The headers of a Standard Webhooks request (https://www.standardwebhooks.com/). */
 export const WEBHOOK_HEADERS = { id: 'webhook-id', timestamp: 'webhook-timestamp', signature: 'webhook-signature' } as const;

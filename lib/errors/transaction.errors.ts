@@ -1,5 +1,20 @@
 import { OutboxError } from './outbox.error';
 
+// The errors of a publish() or an inbox handler whose transaction is not open for its writes.
+
+/**
+ * Thrown by `OutboxService.publish()`/`cancel()` when no transaction is active. Writing the row in
+ * auto-commit would reintroduce the ghost/lost message problem the outbox exists to solve.
+ */
+export class OutboxOutsideTransactionError extends OutboxError {
+  constructor(operation: string) {
+    super(
+      `${operation}() needs an active transaction; call it inside a @Transactional() method ` +
+        `(or TransactionHost.withTransaction()), or pass { manager } from an open transaction`,
+    );
+  }
+}
+
 /**
  * How the server ended a transaction the application still holds open: the error of the
  * statement on which it rolled the transaction back, or the statement after which it reported

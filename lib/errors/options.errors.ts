@@ -1,4 +1,16 @@
-import { OutboxOptionsError } from './outbox-options.error';
+import { OutboxError } from './outbox.error';
+
+// The errors of options refused at start-up, each naming the option at fault.
+
+/** Invalid module options, reported at start-up with each offending option's name. */
+export class OutboxOptionsError extends OutboxError {
+  constructor(
+    /** Each offending option with what is wrong with it, one sentence each. */
+    readonly problems: string[],
+  ) {
+    super(`Invalid OutboxModule options: ${problems.join('; ')}`);
+  }
+}
 
 /**
  * Invalid Standard Webhooks settings: a secret that is empty or not base64, no secrets at all, a
