@@ -1,5 +1,5 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { OutboxDispatcher } from '../lib/admin';
+import { OutboxDispatcher } from '../lib/entries/admin';
 import { OUTBOX_TRANSPORT } from '../lib/naming/injection-tokens';
 import { CapturingOutboxTransport } from '../lib/testing';
 import { Client } from 'pg';

@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { Pool } from 'pg';
 import { Worker } from 'node:worker_threads';
-import { HttpOutboxTransport } from '../lib/transport';
+import { HttpOutboxTransport } from '../lib/entries/transports';
 import { testDatabase } from '../test/support/database';
 import { POSTGRES_URL } from '../test/support/environment';
 import { runExclusively } from '../test/support/exclusive-run';

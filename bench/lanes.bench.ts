@@ -1,5 +1,5 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { RabbitMqOutboxTransport } from '../lib/transport';
+import { RabbitMqOutboxTransport } from '../lib/entries/transports';
 import { testDatabase } from '../test/support/database';
 import { runExclusively } from '../test/support/exclusive-run';
 import { createTestApp } from '../test/support/test-app';

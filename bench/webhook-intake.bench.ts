@@ -2,7 +2,7 @@ import { BadRequestException, Body, Controller, HttpCode, Inject, INestApplicati
 import type { IncomingHttpHeaders } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { DataSource } from 'typeorm';
-import { WebhookInbox } from '../lib/webhooks';
+import { WebhookInbox } from '../lib/entries/webhooks';
 import { TestDatabase, testDatabase } from '../test/support/database';
 import { runExclusively } from '../test/support/exclusive-run';
 import { createTestHttpApp } from '../test/support/test-app';

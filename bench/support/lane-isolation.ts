@@ -1,8 +1,8 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxService } from '../../lib';
-import { OutboxDispatcher } from '../../lib/admin';
-import { HttpOutboxTransport, RabbitMqOutboxTransport } from '../../lib/transport';
+import { OutboxDispatcher } from '../../lib/entries/admin';
+import { HttpOutboxTransport, RabbitMqOutboxTransport } from '../../lib/entries/transports';
 import { testDatabase } from '../../test/support/database';
 import { createTestApp } from '../../test/support/test-app';
 import { BlackHoleEndpoint } from './black-hole-endpoint';

@@ -6,7 +6,7 @@ import { ScheduleModule } from '@nestjs/schedule';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { OutboxModule } from '../../lib';
-import { RabbitMqOutboxTransport } from '../../lib/transport';
+import { RabbitMqOutboxTransport } from '../../lib/entries/transports';
 import { OutboxBoardModule } from '../../lib/board';
 import { BoardAuthGuard } from './board/board-auth.guard';
 import { sampleDatabaseOptions } from './database';

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { ClsModule } from 'nestjs-cls';
 import { freshSchema } from './fresh-schema';
 import { OutboxModule } from '../../lib';
-import { signWebhook } from '../../lib/webhooks';
+import { signWebhook } from '../../lib/entries/webhooks';
 import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
 import { LOGISTICS_TRANSPORT } from '../src/logistics/logistics.constants';
 import { OrderStatus } from '../src/orders/order.entity';

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { MessageStatus } from '../../lib';
-import { ListedOutboxMessage, OutboxAdmin, OutboxAdminFilterError, OutboxMessageFilter } from '../../lib/admin';
+import { ListedOutboxMessage, OutboxAdmin, OutboxAdminFilterError, OutboxMessageFilter } from '../../lib/entries/admin';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
 import { OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { OutboxWakeup } from '../../lib/outbox/outbox-wakeup';

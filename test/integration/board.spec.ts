@@ -1,7 +1,7 @@
 import { INestApplication } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { MessageStatus, OutboxService } from '../../lib';
-import { OutboxAdmin } from '../../lib/admin';
+import { OutboxAdmin } from '../../lib/entries/admin';
 import { OutboxBoardModule } from '../../lib/board';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { BoardClient, BoardTokenGuard, hiddenFields } from '../support/board-client';

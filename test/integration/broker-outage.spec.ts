@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxMessage, OutboxService } from '../../lib';
-import { OutboxDispatcher } from '../../lib/admin';
+import { OutboxDispatcher } from '../../lib/entries/admin';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';

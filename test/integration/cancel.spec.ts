@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxError, OutboxOutsideTransactionError, OutboxService } from '../../lib';
-import { OutboxAdmin, OutboxDispatcher } from '../../lib/admin';
+import { OutboxAdmin, OutboxDispatcher } from '../../lib/entries/admin';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { assertExchange, nothingMoreArrives, QueueProbe } from '../support/queue-probe';

@@ -2,7 +2,7 @@ import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { OutboxService } from '../../lib';
-import { StuckDetector } from '../../lib/admin';
+import { StuckDetector } from '../../lib/entries/admin';
 import { OutboxDialect } from '../../lib/dialects/outbox-dialect';
 import { OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { MessageStatus } from '../../lib/message/message-status';

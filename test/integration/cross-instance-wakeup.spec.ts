@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxService } from '../../lib';
-import { OutboxDispatcher } from '../../lib/admin';
+import { OutboxDispatcher } from '../../lib/entries/admin';
 import { OutboxWakeup } from '../../lib/outbox/outbox-wakeup';
 import { brokerName } from '../support/broker-names';
 import { describeOn, testDatabase } from '../support/database';

@@ -1,7 +1,7 @@
 import { RabbitRPC, RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { Controller, Injectable, Param, Post, Res, Scope } from '@nestjs/common';
 import { InboxHandler } from '../../lib';
-import { WebhookInbox } from '../../lib/webhooks';
+import { WebhookInbox } from '../../lib/entries/webhooks';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';

@@ -17,7 +17,7 @@ import { Channel, ChannelModel, connect, ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
 import { InboxHandler } from '../../lib';
-import { InboxWorker } from '../../lib/admin';
+import { InboxWorker } from '../../lib/entries/admin';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';

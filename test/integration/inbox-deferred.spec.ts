@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
-import { InboxWorker } from '../../lib/admin';
+import { InboxWorker } from '../../lib/entries/admin';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { DeliveriesInFlight } from '../support/deliveries-in-flight';

@@ -3,7 +3,7 @@ import { INestApplicationContext, Injectable } from '@nestjs/common';
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { InboxHandler, MessageStatus, NonRetryableError } from '../../lib';
-import { InboxWorker, OutboxAdmin } from '../../lib/admin';
+import { InboxWorker, OutboxAdmin } from '../../lib/entries/admin';
 import { brokerName } from '../support/broker-names';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';

@@ -3,7 +3,7 @@ import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { DataSource } from 'typeorm';
 import { OutboxService } from '../../lib';
-import { HttpOutboxTransport, RabbitMqOutboxTransport } from '../../lib/transport';
+import { HttpOutboxTransport, RabbitMqOutboxTransport } from '../../lib/entries/transports';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { QueueProbe } from '../support/queue-probe';

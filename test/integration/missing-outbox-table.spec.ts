@@ -1,7 +1,7 @@
 import { ConsoleLogger, INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxService, OutboxTableMissingError } from '../../lib';
-import { OUTBOX_TRANSPORT } from '../../lib/transport';
+import { OUTBOX_TRANSPORT } from '../../lib/entries/transports';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';

@@ -19,7 +19,7 @@ import {
   OutboxService,
   ReceivedEvent,
 } from '../../lib';
-import { getOutboxAdminToken, getOutboxDispatcherToken, OutboxAdmin } from '../../lib/admin';
+import { getOutboxAdminToken, getOutboxDispatcherToken, OutboxAdmin } from '../../lib/entries/admin';
 import { brokerName } from '../support/broker-names';
 import { DatabaseKind, describeOn, TestDatabase, testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';

@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { TransactionHost } from '@nestjs-cls/transactional';
 import { MessageStatus, OutboxService } from '../../lib';
-import { OutboxAdmin, OutboxDispatcher } from '../../lib/admin';
+import { OutboxAdmin, OutboxDispatcher } from '../../lib/entries/admin';
 import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { FlakySendsConfig, flakyTransport } from '../support/flaky-transport';

@@ -3,7 +3,7 @@ import { HealthIndicatorService } from '@nestjs/terminus';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
 import { DataSource, DataSourceOptions, QueryRunner } from 'typeorm';
-import { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../../lib/transport';
+import { OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../../lib/entries/transports';
 import { OutboxHealthIndicator } from '../../lib/health';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { DATABASE_KIND, describeOn, testDatabase } from '../support/database';

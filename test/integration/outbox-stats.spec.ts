@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { MessageStatus } from '../../lib';
-import { OutboxAdmin, OutboxStats, TableStats } from '../../lib/admin';
+import { OutboxAdmin, OutboxStats, TableStats } from '../../lib/entries/admin';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { testDatabase } from '../support/database';
 import { createTestApp, OrderPayments } from '../support/test-app';

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { OutboxMessage, OutboxMessageInvalidError, OutboxService } from '../../lib';
-import { ATTEMPT_HEADER, PUBLISHED_AT_HEADER } from '../../lib/transport';
+import { ATTEMPT_HEADER, PUBLISHED_AT_HEADER } from '../../lib/entries/transports';
 import { canonicalJson } from '../support/amqplib-codec';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';

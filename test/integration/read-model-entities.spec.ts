@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { DataSource, DataSourceOptions, EntitySchema, LessThan, MoreThan, MoreThanOrEqual, Repository } from 'typeorm';
 import { MessageStatus, OutboxMessage, OutboxService } from '../../lib';
-import { OutboxAdmin } from '../../lib/admin';
+import { OutboxAdmin } from '../../lib/entries/admin';
 import { fitReadModels } from '../../lib/entities/fit-read-models';
 import { InboxMessageRecord, OutboxMessageRecord } from '../../lib/entities/message-records';
 import { inboxMessageEntity } from '../../lib/entities/inbox-message.entity';

@@ -2,7 +2,7 @@ import { INestApplicationContext } from '@nestjs/common';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { createArchiveTablesMigration, MessageStatus, OUTBOX_MIGRATIONS } from '../../lib';
-import { OutboxAdmin, Retention } from '../../lib/admin';
+import { OutboxAdmin, Retention } from '../../lib/entries/admin';
 import { StateTable } from '../../lib/engine/state-table';
 import { OutboxSchemaError } from '../../lib/errors';
 import { INBOX_DIALECT, OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';

@@ -1,6 +1,6 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { Retention } from '../../lib/admin';
+import { Retention } from '../../lib/entries/admin';
 import { StateTable } from '../../lib/engine/state-table';
 import { INBOX_DIALECT, OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { testDatabase } from '../support/database';

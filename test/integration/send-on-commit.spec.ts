@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager, EntitySubscriberInterface, InsertEvent } from 'typeorm';
 import { OutboxMessage, OutboxService } from '../../lib';
-import { OutboxDispatcher, StuckDetector } from '../../lib/admin';
+import { OutboxDispatcher, StuckDetector } from '../../lib/entries/admin';
 import { brokerName } from '../support/broker-names';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { assertExchange, nothingMoreArrives as nothingMoreArrivesFrom, QueueProbe } from '../support/queue-probe';

@@ -5,7 +5,7 @@ import { INestApplicationContext, Injectable } from '@nestjs/common';
 import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { InboxHandler, OutboxService, OutboxTransactionRolledBackError } from '../../lib';
-import { OutboxDispatcher } from '../../lib/admin';
+import { OutboxDispatcher } from '../../lib/entries/admin';
 import { brokerName } from '../support/broker-names';
 import { describeOn, testDatabase } from '../support/database';
 import { MysqlTestDatabase } from '../support/databases/mysql-test-database';

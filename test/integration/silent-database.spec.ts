@@ -3,7 +3,7 @@ import { HealthIndicatorService } from '@nestjs/terminus';
 import { randomUUID } from 'node:crypto';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { DatabaseTimeoutError, OutboxService } from '../../lib';
-import { WebhookInbox } from '../../lib/webhooks';
+import { WebhookInbox } from '../../lib/entries/webhooks';
 import { OutboxHealthIndicator } from '../../lib/health';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { DATABASE_KIND, describeOn, testDatabase } from '../support/database';

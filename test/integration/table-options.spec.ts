@@ -10,7 +10,7 @@ import {
   OutboxOptionsError,
   OutboxSchemaError,
 } from '../../lib';
-import { OutboxTransport } from '../../lib/transport';
+import { OutboxTransport } from '../../lib/entries/transports';
 import { derivedNames, TableKind } from '../../lib/naming/index-names';
 import { brokerName } from '../support/broker-names';
 import { DatabaseKind, DATABASE_KIND, testDatabase } from '../support/database';

@@ -8,7 +8,7 @@ import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { connect } from 'amqplib';
 import { ClsModule } from 'nestjs-cls';
 import { getOutboxServiceToken, OutboxModule, OutboxService } from '../../lib';
-import { getOutboxTransportToken, OUTBOX_TRANSPORT } from '../../lib/transport';
+import { getOutboxTransportToken, OUTBOX_TRANSPORT } from '../../lib/entries/transports';
 import { CapturingOutboxTransport, OutboxTestKit } from '../../lib/testing';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';

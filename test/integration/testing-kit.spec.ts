@@ -6,7 +6,7 @@ import { Test } from '@nestjs/testing';
 import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { ClsModule } from 'nestjs-cls';
 import { MessageStatus, NonRetryableError, OutboxModule, OutboxService } from '../../lib';
-import { OutboxAdmin } from '../../lib/admin';
+import { OutboxAdmin } from '../../lib/entries/admin';
 import { CapturingOutboxTransport, flushOutbox, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
 import { bindingMatches } from '../../lib/testing/amqp-routing';
 import { testDatabase } from '../support/database';

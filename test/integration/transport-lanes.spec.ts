@@ -1,8 +1,8 @@
 import { INestApplicationContext, Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxMessage, OutboxService } from '../../lib';
-import { OutboxAdmin, OutboxDispatcher, StuckDetector } from '../../lib/admin';
-import { OUTBOX_TRANSPORTS, OutboxTransport, OutboxTransports } from '../../lib/transport';
+import { OutboxAdmin, OutboxDispatcher, StuckDetector } from '../../lib/entries/admin';
+import { OUTBOX_TRANSPORTS, OutboxTransport, OutboxTransports } from '../../lib/entries/transports';
 import { CapturingOutboxTransport } from '../../lib/testing';
 import { testDatabase } from '../support/database';
 import { createTestApp } from '../support/test-app';

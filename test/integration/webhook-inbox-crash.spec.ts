@@ -4,8 +4,8 @@ import { Body, Controller, Headers, INestApplication, Post } from '@nestjs/commo
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
-import { InboxWorker } from '../../lib/admin';
-import { WebhookInbox } from '../../lib/webhooks';
+import { InboxWorker } from '../../lib/entries/admin';
+import { WebhookInbox } from '../../lib/entries/webhooks';
 import type { WebhookChildConfig } from '../fixtures/webhook-process';
 import type { ChildExit } from '../support/child-app';
 import { testDatabase } from '../support/database';

@@ -1,8 +1,8 @@
 import { BadRequestException, Body, Controller, INestApplication, Post, ValidationPipe } from '@nestjs/common';
 import { IsInt, Min } from 'class-validator';
 import { randomUUID } from 'node:crypto';
-import { InboxWorker } from '../../lib/admin';
-import { WebhookInbox } from '../../lib/webhooks';
+import { InboxWorker } from '../../lib/entries/admin';
+import { WebhookInbox } from '../../lib/entries/webhooks';
 import { testDatabase } from '../support/database';
 import { createTestHttpApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';

@@ -1,7 +1,7 @@
 import { Body, ConsoleLogger, Controller, INestApplication, Post, UseGuards } from '@nestjs/common';
 import { request as httpRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { StandardWebhooksGuard, WebhookInbox } from '../../lib/webhooks';
+import { StandardWebhooksGuard, WebhookInbox } from '../../lib/entries/webhooks';
 import { testDatabase } from '../support/database';
 import { createTestHttpApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';

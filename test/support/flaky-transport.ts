@@ -1,6 +1,6 @@
 import { Injectable, Type } from '@nestjs/common';
 import { NonRetryableError } from '../../lib';
-import { OutboxTransport, OutgoingMessage, RabbitMqOutboxTransport } from '../../lib/transport';
+import { OutboxTransport, OutgoingMessage, RabbitMqOutboxTransport } from '../../lib/entries/transports';
 
 /** Send failures a test injects (JSON, so child processes can take it in their config). */
 export interface FlakySendsConfig {

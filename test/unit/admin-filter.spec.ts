@@ -4,7 +4,7 @@ import { checkedBatchSize, checkedWindow } from '../../lib/admin/page-options';
 import { changedStatuses } from '../../lib/dialects/message-change-sql';
 import { likeContaining } from '../../lib/dialects/message-filter-sql';
 import { MessageStatus } from '../../lib';
-import { OutboxAdminFilterError } from '../../lib/admin';
+import { OutboxAdminFilterError } from '../../lib/entries/admin';
 
 const { PENDING, PROCESSING, DONE, FAILED, MANUAL_REQUIRED, ABANDONED } = MessageStatus;
 

@@ -20,7 +20,9 @@ function compilerOptions(): ts.CompilerOptions {
     baseUrl: REPOSITORY_ROOT,
     paths: {
       'nestjs-outbox': ['lib/index.ts'],
-      'nestjs-outbox/transports': ['lib/transport/index.ts'],
+      'nestjs-outbox/admin': ['lib/entries/admin.ts'],
+      'nestjs-outbox/transports': ['lib/entries/transports.ts'],
+      'nestjs-outbox/webhooks': ['lib/entries/webhooks.ts'],
       'nestjs-outbox/*': ['lib/*/index.ts'],
       '@nestjs/config': ['test/support/stubs/nestjs-config.ts'],
     },

@@ -1,5 +1,5 @@
 import { NonRetryableError } from '../../lib';
-import { SendTimeoutError, UnroutableMessageError } from '../../lib/transport';
+import { SendTimeoutError, UnroutableMessageError } from '../../lib/entries/transports';
 import { classifyFailure } from '../../lib/retry/error-classifier';
 import { describeError } from '../../lib/retry/error-classifier';
 

@@ -1,5 +1,5 @@
 import type { ChannelModel } from 'amqplib';
-import { TransportUnavailableError } from '../../lib/transport';
+import { TransportUnavailableError } from '../../lib/entries/transports';
 import { ExchangeRegistry } from '../../lib/transport/amqp/exchange-registry';
 
 /** A connection whose channels answer the exchange check as each test says, counting the checks. */

@@ -41,7 +41,7 @@ const LAYERS: readonly { layer: string; paths: readonly string[] }[] = [
   // What assembles the features: the module, the tokens of each outbox's services, the public API.
   { layer: 'module', paths: ['module/', 'index.ts'] },
   // The entry files of the subpaths over the same features: nestjs-outbox/admin, /transports, /webhooks.
-  { layer: 'entries', paths: ['admin/index.ts', 'transport/index.ts', 'webhooks/index.ts'] },
+  { layer: 'entries', paths: ['entries/'] },
   // The subpaths and the command line, each built on the module.
   { layer: 'health', paths: ['health/'] },
   { layer: 'testing', paths: ['testing/'] },

@@ -1,7 +1,7 @@
 import { MessageStatus } from '../../lib';
 import { InboxRow } from '../../lib/dialects/inbox-dialect';
 import { InboxUpsertSql } from '../../lib/dialects/inbox-upsert-sql';
-import { POSTGRES_FILTER } from '../../lib/dialects/postgres/postgres-filter';
+import { POSTGRES_FILTER } from '../../lib/dialects/postgres/postgres-state-table';
 import { SqlQuery } from '../../lib/dialects/sql-query';
 
 const row: InboxRow = {

@@ -12,8 +12,8 @@ import {
   OutboxDispatcher,
   Retention,
   StuckDetector,
-} from '../../lib/admin';
-import { getOutboxTransportsToken, getOutboxTransportToken, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../../lib/transport';
+} from '../../lib/entries/admin';
+import { getOutboxTransportsToken, getOutboxTransportToken, OUTBOX_TRANSPORT, OUTBOX_TRANSPORTS } from '../../lib/entries/transports';
 import { OutboxIdentity } from '../../lib/naming/outbox-identity';
 import { getWebhookIntakeToken } from '../../lib/webhooks/webhook-intake.service';
 import { outboxNameProblem } from '../../lib/naming/outbox-name';

@@ -1,5 +1,5 @@
 import { sendSpanAttributes, sendSpanName } from '../../lib/outbox/send-span';
-import { OutboxTransport, OutgoingMessage } from '../../lib/transport';
+import { OutboxTransport, OutgoingMessage } from '../../lib/entries/transports';
 
 const message: OutgoingMessage = {
   messageId: '6f1c5a9e-2b7d-4c1e-9a3f-0d8e7b6a5c4d',

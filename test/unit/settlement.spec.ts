@@ -1,5 +1,5 @@
 import { MessageStatus, NonRetryableError, RetryLaterError } from '../../lib';
-import { SendTimeoutError, TransportUnavailableError } from '../../lib/transport';
+import { SendTimeoutError, TransportUnavailableError } from '../../lib/entries/transports';
 import { ClaimedMessage } from '../../lib/dialects/outbox-dialect';
 import { failedSettlement, MAX_RETRY_AFTER_MS, settleBatch } from '../../lib/engine/settlement';
 

@@ -1,5 +1,5 @@
 import { OutboxModule, OutboxOptionsError } from '../../lib';
-import { OutboxTransport } from '../../lib/transport';
+import { OutboxTransport } from '../../lib/entries/transports';
 import { validateOutboxOptions } from '../../lib/options/validate-options';
 import { IdentifierLimit, SchemaSql, TableDdl } from '../../lib/dialects/schema-sql';
 import { derivedNames, longestDerivedName, TableKind } from '../../lib/naming/index-names';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Injectable } from '@nestjs/common';
 import { OutboxMessage, OutboxModule, OutboxOptionsError } from '../../lib';
-import { OutboxTransport } from '../../lib/transport';
+import { OutboxTransport } from '../../lib/entries/transports';
 import { transportOf } from '../../lib/outbox/message-router';
 import { defaultTransportName, isTransportName, laneSpecs } from '../../lib/options/transport-lanes';
 import { staticOptionProblems } from '../../lib/options/validate-static-options';

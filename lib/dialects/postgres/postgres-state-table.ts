@@ -11,7 +11,7 @@ import { FINISHED_SQL, orderingRule, UNFINISHED_SQL } from '../status-sql';
 const { PROCESSING } = MessageStatus;
 
 /** Operator filters on PostgreSQL: `$n` parameters, timestamptz times, a case-sensitive LIKE. */
-const POSTGRES_FILTER: FilterFlavour = {
+export const POSTGRES_FILTER: FilterFlavour = {
   placeholder: (n) => `$${n}`,
   // Text, which PostgreSQL casts to the bigint it is compared with.
   id: (id) => id,

@@ -1,4 +1,4 @@
-import { HttpOutboxTransport } from '../../../lib/transport';
+import { HttpOutboxTransport } from '../../../lib/entries/transports';
 import { LOGISTICS_URL, LOGISTICS_WEBHOOK_SECRET, WAREHOUSE_ENDPOINT } from './logistics.constants';
 
 /**

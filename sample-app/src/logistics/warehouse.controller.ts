@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, HttpStatus, Logger, Post, UseGuards } from '@nestjs/common';
-import { StandardWebhooksGuard } from '../../../lib/webhooks';
+import { StandardWebhooksGuard } from '../../../lib/entries/webhooks';
 import { OrderShippedEvent } from '../orders/orders.constants';
 import { LOGISTICS_WEBHOOK_SECRET } from './logistics.constants';
 

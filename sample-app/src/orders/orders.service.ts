@@ -3,7 +3,7 @@ import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-t
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
 import { Repository } from 'typeorm';
 import { MessageStatus, OutboxService } from '../../../lib';
-import { OutboxAdmin } from '../../../lib/admin';
+import { OutboxAdmin } from '../../../lib/entries/admin';
 import { rowLock } from '../database';
 import { Order, OrderStatus } from './order.entity';
 import { LOGISTICS_TRANSPORT, WAREHOUSE_ENDPOINT } from '../logistics/logistics.constants';

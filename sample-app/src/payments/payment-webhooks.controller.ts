@@ -1,5 +1,5 @@
 import { Body, Controller, Post, UseGuards } from '@nestjs/common';
-import { StandardWebhooksGuard, WebhookInbox, WebhookRequest } from '../../../lib/webhooks';
+import { StandardWebhooksGuard, WebhookInbox, WebhookRequest } from '../../../lib/entries/webhooks';
 import { OrdersService } from '../orders/orders.service';
 import { PaymentCallbackDto } from './payment-callback.dto';
 import { PAYMENT_SUCCEEDED, PAYMENTS_WEBHOOK_SECRET } from './payments.constants';

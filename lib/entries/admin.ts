@@ -7,7 +7,7 @@
  */
 
 // The admin service: find, list, count, requeue, abandon, replay and purge messages; stats.
-export { OutboxAdmin } from './outbox-admin.service';
+export { OutboxAdmin } from '../admin/outbox-admin.service';
 export { InjectOutboxAdmin } from '../module/inject-outbox.decorator';
 export { OutboxAdminFilterError } from '../errors';
 export type {
@@ -19,8 +19,8 @@ export type {
   MessagePage,
   MessagePageOptions,
   OutboxMessageFilter,
-} from './message-filter';
-export type { InboxStats, OutboxActivity, OutboxStats, OutboxTableStats, TableStats } from './outbox-stats';
+} from '../admin/message-filter';
+export type { InboxStats, OutboxActivity, OutboxStats, OutboxTableStats, TableStats } from '../admin/outbox-stats';
 export type { MessageChange } from '../engine/state-table';
 export type { MessageDetail, OutboxMessageQuery, OutboxMessageState, ParkedKey, RecentActivity } from '../engine/message-views';
 

@@ -5,14 +5,14 @@
  */
 
 // Receiving: a controller method whose requests are stored as inbox rows and run once each.
-export { WebhookInbox } from './webhook-inbox.decorator';
-export type { WebhookInboxOptions, WebhookMessageIdSource } from './webhook-inbox-options';
-export type { WebhookRequest } from './webhook-request';
+export { WebhookInbox } from '../webhooks/webhook-inbox.decorator';
+export type { WebhookInboxOptions, WebhookMessageIdSource } from '../webhooks/webhook-inbox-options';
+export type { WebhookRequest } from '../webhooks/webhook-request';
 export { WebhookOptionsError } from '../errors';
 
 // Verifying: the guard that checks a request's Standard Webhooks signature on its raw body.
-export { StandardWebhooksGuard, VERIFIED_WEBHOOK } from './standard-webhooks.guard';
-export type { StandardWebhooksGuardOptions, VerifiedWebhook } from './standard-webhooks.guard';
+export { StandardWebhooksGuard, VERIFIED_WEBHOOK } from '../webhooks/standard-webhooks.guard';
+export type { StandardWebhooksGuardOptions, VerifiedWebhook } from '../webhooks/standard-webhooks.guard';
 
 // Signing and verifying by hand (HttpOutboxTransport signs with the same functions).
 export { signWebhook, verifyWebhook } from '../transport/http/standard-webhooks';
