@@ -47,6 +47,17 @@ export interface DispatcherChildConfig {
    * (the inbox fixture's handler derives business keys from it: give each child its own range).
    */
   steadyPublisher?: { exchange: string; type: string; perSecond: number; firstOrderId: number };
+  /**
+   * Serves HTTP on a free port of 127.0.0.1 (`ChildApp.url`) with a route `POST /orders` that pays
+   * an order and publishes `order.paid` to `exchange` in one transaction, answering
+   * `{ orderId, messageId }` (test/fixtures/orders-route.ts).
+   */
+  ordersRoute?: { exchange: string };
+  /**
+   * Reports its memory after a full garbage collection on command, and writes heap snapshots
+   * (`ChildApp.memory`; test/fixtures/memory-reports.ts). Needs `--expose-gc` in CHILD_NODE_FLAGS.
+   */
+  memoryReports?: boolean;
   /** Shifts the child's JavaScript clock (`Date.now()`, `new Date()`) by this much, as a server whose clock is off. */
   clockSkewMs?: number;
   /** The name the database knows the child's sessions by; `ChildApp.start` sets it to the child's name. */
@@ -56,6 +67,22 @@ export interface DispatcherChildConfig {
    * test/support/opentelemetry-sdk.ts) before the app is created, as an application would.
    */
   openTelemetry?: boolean;
+}
+
+/** A child's memory after a full garbage collection, in bytes (`ChildApp.memory`). */
+export interface ChildMemory {
+  /** V8's `used_heap_size`: what the JavaScript heap retains. */
+  usedHeapSize: number;
+  rss: number;
+  /** Memory of C++ objects bound to JavaScript ones, `arrayBuffers` included. */
+  external: number;
+  arrayBuffers: number;
+  /** How long the garbage collections took (the process stops meanwhile). */
+  collectMs: number;
+  /** Where the heap snapshot was written, when one was asked for. */
+  snapshot?: string;
+  /** How long writing it took (the process stops meanwhile). */
+  snapshotMs?: number;
 }
 
 export interface ChildExit {
@@ -176,24 +203,46 @@ export class ChildApp {
     }
   }
 
-  /** Sends `signal` and resolves once the process is gone. */
+  /** The base URL the child serves HTTP on (`DispatcherChildConfig.ordersRoute`). */
+  get url(): string {
+    const listening = /^LISTENING (\S+)$/m.exec(this.out);
+    if (!listening) throw new Error(`${this.name} serves no HTTP: start it with ordersRoute`);
+    return listening[1];
+  }
+
   /** Has the child publish `count` messages (`DispatcherChildConfig.publisher`); resolves with their ids once committed. */
   async publish(count: number, timeoutMs = WAIT_TIMEOUT_MS): Promise<string[]> {
-    const before = this.out.length;
-    this.process.stdin!.write(`PUBLISH ${count}\n`);
-    // Only this command's answer: an earlier PUBLISHED line is not it.
-    const answer = () => /^(PUBLISHED|PUBLISH FAILED) (.*)$/m.exec(this.out.slice(before));
-    const deadline = Date.now() + timeoutMs;
-    while (!answer()) {
-      if (this.exit) throw new Error(`${this.name} exited (${describeExit(this.exit)}) while publishing${this.diagnostics()}`);
-      if (Date.now() > deadline) throw new Error(`${this.name} did not answer PUBLISH ${count} within ${timeoutMs} ms${this.diagnostics()}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    const [, outcome, rest] = answer()!;
+    const [outcome, rest] = await this.command(`PUBLISH ${count}`, /^(PUBLISHED|PUBLISH FAILED) (.*)$/m, timeoutMs);
     if (outcome === 'PUBLISH FAILED') throw new Error(`${this.name} could not publish: ${rest}`);
     return JSON.parse(rest) as string[];
   }
 
+  /**
+   * The child's memory after a full garbage collection (`DispatcherChildConfig.memoryReports`);
+   * with `snapshotPath`, it also writes a V8 heap snapshot there.
+   */
+  async memory(snapshotPath?: string, timeoutMs = WAIT_TIMEOUT_MS): Promise<ChildMemory> {
+    const [outcome, rest] = await this.command(snapshotPath ? `MEMORY ${snapshotPath}` : 'MEMORY', /^(MEMORY|MEMORY FAILED) (.*)$/m, timeoutMs);
+    if (outcome === 'MEMORY FAILED') throw new Error(`${this.name} could not report its memory: ${rest}`);
+    return JSON.parse(rest) as ChildMemory;
+  }
+
+  /** Writes `line` on the child's stdin and resolves with the groups of the first answer matching `answer` after it. */
+  private async command(line: string, answer: RegExp, timeoutMs: number): Promise<string[]> {
+    const before = this.out.length;
+    this.process.stdin!.write(`${line}\n`);
+    // Only this command's answer: an earlier line of the same kind is not it.
+    const match = () => answer.exec(this.out.slice(before));
+    const deadline = Date.now() + timeoutMs;
+    while (!match()) {
+      if (this.exit) throw new Error(`${this.name} exited (${describeExit(this.exit)}) before answering ${line}${this.diagnostics()}`);
+      if (Date.now() > deadline) throw new Error(`${this.name} did not answer ${line} within ${timeoutMs} ms${this.diagnostics()}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return match()!.slice(1);
+  }
+
+  /** Sends `signal` and resolves once the process is gone. */
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<ChildExit> {
     if (this.exit) return this.exit;
     this.process.kill(signal);
