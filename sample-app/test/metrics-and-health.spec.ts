@@ -1,15 +1,10 @@
 // First: the OpenTelemetry SDK must be registered before the outbox takes its meter.
 import '../src/metrics/prometheus-exporter';
-import { ClsPluginTransactional } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { INestApplication, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsModule } from 'nestjs-cls';
+import { brokerlessModules } from './brokerless-modules';
 import { freshSchema } from './fresh-schema';
-import { OutboxModule } from '../../lib';
-import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
+import { OutboxTestKit } from '../../lib/testing';
 import { HealthModule } from '../src/health/health.module';
 import { MetricsModule } from '../src/metrics/metrics.module';
 import { OrdersModule } from '../src/orders/orders.module';
@@ -20,18 +15,7 @@ const SCHEMA = 'sample_app_metrics_test';
 
 /** The sample's orders with its /metrics and /health, no broker: both transports capture. */
 @Module({
-  imports: [
-    ClsModule.forRoot({
-      global: true,
-      plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
-    }),
-    TypeOrmModule.forRoot({ type: 'postgres', url: DATABASE_URL, schema: SCHEMA, autoLoadEntities: true, synchronize: true }),
-    ScheduleModule.forRoot(),
-    OutboxModule.forRoot({ ...OUTBOX_TEST_OPTIONS, transports: { default: CapturingOutboxTransport, logistics: CapturingOutboxTransport } }),
-    OrdersModule,
-    MetricsModule,
-    HealthModule,
-  ],
+  imports: [...brokerlessModules(DATABASE_URL, SCHEMA), OrdersModule, MetricsModule, HealthModule],
 })
 class SampleHttpTestModule {}
 

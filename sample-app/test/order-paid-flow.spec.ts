@@ -1,13 +1,10 @@
-import { ClsPluginTransactional, TransactionHost } from '@nestjs-cls/transactional';
+import { TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { INestApplicationContext, Module } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
-import { ClsModule } from 'nestjs-cls';
+import { brokerlessModules } from './brokerless-modules';
 import { freshSchema } from './fresh-schema';
-import { OutboxModule } from '../../lib';
-import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
+import { CapturingOutboxTransport, OutboxTestKit } from '../../lib/testing';
 import { INVENTORY_CONSUMER, INVENTORY_RESERVED, StockOutcomeEvent } from '../src/inventory/inventory.constants';
 import { InventoryModule } from '../src/inventory/inventory.module';
 import { ReservationStatus, StockReservation } from '../src/inventory/stock-reservation.entity';
@@ -26,18 +23,7 @@ const SCHEMA = 'sample_app_test';
  * inventory's @InboxHandler.
  */
 @Module({
-  imports: [
-    ClsModule.forRoot({
-      global: true,
-      plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
-    }),
-    TypeOrmModule.forRoot({ type: 'postgres', url: DATABASE_URL, schema: SCHEMA, autoLoadEntities: true, synchronize: true }),
-    ScheduleModule.forRoot(),
-    // The sample's two transports, both capturing: RabbitMQ events and shipments to logistics.
-    OutboxModule.forRoot({ ...OUTBOX_TEST_OPTIONS, transports: { default: CapturingOutboxTransport, [LOGISTICS_TRANSPORT]: CapturingOutboxTransport } }),
-    OrdersModule,
-    InventoryModule,
-  ],
+  imports: [...brokerlessModules(DATABASE_URL, SCHEMA), OrdersModule, InventoryModule],
 })
 class SampleTestModule {}
 

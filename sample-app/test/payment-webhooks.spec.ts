@@ -1,16 +1,10 @@
-import { ClsPluginTransactional } from '@nestjs-cls/transactional';
-import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { INestApplication, Module, ValidationPipe } from '@nestjs/common';
-import { ScheduleModule } from '@nestjs/schedule';
 import { Test } from '@nestjs/testing';
-import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
-import { ClsModule } from 'nestjs-cls';
+import { brokerlessModules } from './brokerless-modules';
 import { freshSchema } from './fresh-schema';
-import { OutboxModule } from '../../lib';
 import { signWebhook } from '../../lib/entries/webhooks';
-import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
-import { LOGISTICS_TRANSPORT } from '../src/logistics/logistics.constants';
+import { OutboxTestKit } from '../../lib/testing';
 import { OrderStatus } from '../src/orders/order.entity';
 import { ORDER_PAID } from '../src/orders/orders.constants';
 import { OrdersModule } from '../src/orders/orders.module';
@@ -23,17 +17,7 @@ const SCHEMA = 'sample_app_payments_test';
 
 /** The sample's orders and payment webhooks as AppModule wires them, with no broker. */
 @Module({
-  imports: [
-    ClsModule.forRoot({
-      global: true,
-      plugins: [new ClsPluginTransactional({ imports: [TypeOrmModule], adapter: new TransactionalAdapterTypeOrm({ dataSourceToken: getDataSourceToken() }) })],
-    }),
-    TypeOrmModule.forRoot({ type: 'postgres', url: DATABASE_URL, schema: SCHEMA, autoLoadEntities: true, synchronize: true }),
-    ScheduleModule.forRoot(),
-    OutboxModule.forRoot({ ...OUTBOX_TEST_OPTIONS, transports: { default: CapturingOutboxTransport, [LOGISTICS_TRANSPORT]: CapturingOutboxTransport } }),
-    OrdersModule,
-    PaymentsModule,
-  ],
+  imports: [...brokerlessModules(DATABASE_URL, SCHEMA), OrdersModule, PaymentsModule],
 })
 class PaymentsTestModule {}
 

@@ -9,7 +9,7 @@ import { OUTBOX_DIALECT } from '../../lib/naming/injection-tokens';
 import { OutboxWakeup } from '../../lib/outbox/outbox-wakeup';
 import { CapturingOutboxTransport, OutboxTestKit } from '../../lib/testing';
 import { testDatabase } from '../support/database';
-import { toDate } from '../support/sql-values';
+import { storedTime, toDate } from '../support/sql-values';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, waitUntil, WAIT_TIMEOUT_MS } from '../support/wait';
 
@@ -42,12 +42,6 @@ interface InboxSeed {
   type?: string;
   lastError?: string | null;
   createdAt?: Date;
-}
-
-/** A time as a parameter the database stores as that instant: ISO text for PostgreSQL, its UTC text elsewhere. */
-function storedTime(instant: Date): string {
-  const iso = instant.toISOString();
-  return database.kind === 'postgres' ? iso : iso.replace('T', ' ').replace('Z', '');
 }
 
 describe('OutboxAdmin operations by filter', () => {
@@ -89,7 +83,7 @@ describe('OutboxAdmin operations by filter', () => {
           seed.status,
           seed.attempts ?? 0,
           seed.lastError ?? null,
-          storedTime(seed.createdAt ?? T0),
+          storedTime(database.kind, seed.createdAt ?? T0),
         ],
       );
       ids.push(messageId);
@@ -106,7 +100,7 @@ describe('OutboxAdmin operations by filter', () => {
         `INSERT INTO {inbox_message}
            (consumer, message_id, message_type, exchange, routing_key, payload, headers, status, attempts, max_attempts, next_attempt_at, last_error, created_at, processed_at)
          VALUES (?, ?, ?, 'x', 'k', '{}', '{}', ?, 2, 5, ${database.timeAgo(-HOUR)}, ?, ?, ${finished ? database.timeAgo(0) : 'NULL'})`,
-        [seed.consumer ?? 'Billing.handle', messageId, seed.type ?? '', seed.status, seed.lastError ?? null, storedTime(seed.createdAt ?? T0)],
+        [seed.consumer ?? 'Billing.handle', messageId, seed.type ?? '', seed.status, seed.lastError ?? null, storedTime(database.kind, seed.createdAt ?? T0)],
       );
       ids.push(messageId);
     }

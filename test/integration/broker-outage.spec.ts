@@ -49,8 +49,7 @@ describe('Broker outage', () => {
   beforeAll(async () => {
     await database.reset();
     await assertExchange(EXCHANGE);
-    const broker = new URL(AMQP_URL);
-    proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
+    proxy = await TcpProxy.inFrontOf(AMQP_URL);
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
     app = await createTestApp({ database, amqpUrl: proxy.rewrite(AMQP_URL), amqpReconnectSeconds: RECONNECT_SECONDS, outbox: COMPRESSED_DEFAULTS });
   }, timeoutFor(STARTUP_TIMEOUT_MS));

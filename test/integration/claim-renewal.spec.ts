@@ -1,11 +1,10 @@
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import type { OutboxModuleOptionsInput } from '../../lib';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { DATABASE_KIND, testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig } from '../support/inbox-fixture';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_claim_renewal');
@@ -52,27 +51,23 @@ const whereRenewedDuringHandlers = DATABASE_KIND === 'sqlite' ? it.skip : it;
  * starts once, and no attempt is charged, whatever a batch or a handler takes beside the lease.
  */
 describe('Claim leases renewed while rows wait and run (real processes)', () => {
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    for (const config of [RECEIVER, PEER]) await prepareInboxBroker(channel, config);
-    await channel.assertExchange(`${PREFIX}.out`, 'topic', { durable: false });
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([RECEIVER, PEER], { outExchange: true });
   });
 
   afterEach(() => killAllChildren());
 
   afterAll(async () => {
-    for (const config of [RECEIVER, PEER]) await deleteInboxQueues(channel, config);
-    await connection.close();
+    await broker.close();
   });
 
   const send = (orderId: number, holdMs: number): string => {
     const messageId = randomUUID();
-    channel.publish(RECEIVER.exchange, RECEIVER.routingKey, Buffer.from(JSON.stringify({ orderId, holdMs })), { messageId, type: 'order.paid' });
+    broker.channel.publish(RECEIVER.exchange, RECEIVER.routingKey, Buffer.from(JSON.stringify({ orderId, holdMs })), { messageId, type: 'order.paid' });
     return messageId;
   };
   const rowsOf = async (messageIds: string[]) =>

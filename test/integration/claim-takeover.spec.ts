@@ -1,11 +1,11 @@
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import type { OutboxModuleOptionsInput } from '../../lib';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { DATABASE_KIND, testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig } from '../support/inbox-fixture';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { TcpProxy } from '../support/tcp-proxy';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -51,21 +51,17 @@ const TAKEOVER_TIMEOUT_MS = 2 * WAIT_TIMEOUT_MS;
  * within about one lease, not after minutes.
  */
 describe('A dead instance\u2019s claims taken over after one lease (real processes)', () => {
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let proxy: TcpProxy;
   let probe: QueueProbe;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    for (const role of ['victim', 'rescuer'] as const) await prepareInboxBroker(channel, inbox(role));
-    await channel.assertExchange(`${PREFIX}.out`, 'topic', { durable: false });
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([inbox('victim'), inbox('rescuer')], { outExchange: true });
     await assertExchange(OUTBOX_EXCHANGE);
     probe = await QueueProbe.bind(OUTBOX_EXCHANGE, '#', `${OUTBOX_EXCHANGE}.probe`);
-    const broker = new URL(AMQP_URL);
-    proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
+    proxy = await TcpProxy.inFrontOf(AMQP_URL);
   });
 
   afterEach(() => killAllChildren());
@@ -73,8 +69,7 @@ describe('A dead instance\u2019s claims taken over after one lease (real process
   afterAll(async () => {
     await proxy.close();
     await probe.close();
-    for (const role of ['victim', 'rescuer'] as const) await deleteInboxQueues(channel, inbox(role));
-    await connection.close();
+    await broker.close();
   });
 
   const statusesOf = async (table: 'inbox_message' | 'outbox_message', messageIds: string[]) =>
@@ -101,7 +96,7 @@ describe('A dead instance\u2019s claims taken over after one lease (real process
       const orderIds = [1, 2, 3];
       const deliveries = orderIds.map((orderId) => {
         const messageId = randomUUID();
-        channel.publish(`${PREFIX}.in`, 'order.paid', Buffer.from(JSON.stringify({ orderId, holdMs: 600_000 })), { messageId, type: 'order.paid' });
+        broker.channel.publish(`${PREFIX}.in`, 'order.paid', Buffer.from(JSON.stringify({ orderId, holdMs: 600_000 })), { messageId, type: 'order.paid' });
         return messageId;
       });
       await victim.waitForOutput(new RegExp(`HANDLER_STARTED ${CONSUMER} `), WAIT_TIMEOUT_MS);

@@ -14,6 +14,7 @@ import { SchemaSql, TableDdl } from '../../lib/dialects/schema-sql';
 import { sqliteSchemaSql } from '../../lib/dialects/sqlite/sqlite-schema';
 import { testDatabase } from '../support/database';
 import { runMigrations } from '../support/run-migrations';
+import { storedTime } from '../support/sql-values';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
 const database = testDatabase('it_cli');
@@ -544,19 +545,13 @@ function allStatements(ddl: SchemaSql, quote: (table: string) => string): string
   ];
 }
 
-/** A time as a parameter the database stores as that instant. */
-function storedTime(instant: Date): string {
-  const iso = instant.toISOString();
-  return database.kind === 'postgres' ? iso : iso.replace('T', ' ').replace('Z', '');
-}
-
 async function seedOutbox(type: string, status: MessageStatus, extra: { transport?: string; lastError?: string; orderingKey?: string } = {}): Promise<void> {
   const finished = status === DONE || status === ABANDONED;
   await database.sql(
     `INSERT INTO {outbox_message}
        (message_id, message_type, transport, exchange, routing_key, destination, payload, headers, status, attempts, max_attempts, next_attempt_at, last_error, created_at, processed_at, ordering_key)
      VALUES (?, ?, ?, 'x', 'k', 'dest', '{}', '{}', ?, 3, 5, ${database.timeAgo(1_000)}, ?, ?, ${finished ? database.timeAgo(0) : 'NULL'}, ?)`,
-    [randomUUID(), type, extra.transport ?? 'default', status, extra.lastError ?? null, storedTime(T0), extra.orderingKey ?? null],
+    [randomUUID(), type, extra.transport ?? 'default', status, extra.lastError ?? null, storedTime(database.kind, T0), extra.orderingKey ?? null],
   );
 }
 
@@ -566,7 +561,7 @@ async function seedInbox(consumer: string, status: MessageStatus, orderingKey: s
     `INSERT INTO {inbox_message}
        (consumer, message_id, message_type, exchange, routing_key, payload, headers, status, attempts, max_attempts, next_attempt_at, created_at, processed_at, ordering_key)
      VALUES (?, ?, '', 'x', 'k', '{}', '{}', ?, 2, 5, ${database.timeAgo(0)}, ?, ${finished ? database.timeAgo(0) : 'NULL'}, ?)`,
-    [consumer, randomUUID(), status, storedTime(T0), orderingKey],
+    [consumer, randomUUID(), status, storedTime(database.kind, T0), orderingKey],
   );
 }
 

@@ -7,6 +7,7 @@ import { testDatabase } from '../support/database';
 import { sessionsOf } from '../support/database-sessions';
 import { runExclusively } from '../support/exclusive-run';
 import { publishMany } from '../support/publish-many';
+import { duplicatesOf } from '../support/repeated-ids';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -232,9 +233,4 @@ describe('Crash recovery (real processes)', () => {
 /** Sums what the StuckDetector logged as reclaimed. */
 function reclaimedAccordingToLog(child: ChildApp): number {
   return [...child.stdout.matchAll(/Reclaimed (\d+) outbox message\(s\) whose claim expired/g)].reduce((sum, m) => sum + Number(m[1]), 0);
-}
-
-function duplicatesOf(ids: string[]): string[] {
-  const seen = new Set<string>();
-  return ids.filter((id) => seen.has(id) || !seen.add(id));
 }

@@ -1,12 +1,11 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { OutboxMessage } from '../../lib';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { ChildApp, killAllChildren } from '../support/child-app';
 import { testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig } from '../support/inbox-fixture';
 import { publishMany } from '../support/publish-many';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
@@ -48,8 +47,7 @@ interface Row {
 }
 
 describe('A dispatching process meets rows it cannot send (real process)', () => {
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let probe: QueueProbe;
   let writer: INestApplicationContext;
   let child: ChildApp;
@@ -57,9 +55,8 @@ describe('A dispatching process meets rows it cannot send (real process)', () =>
   beforeAll(
     async () => {
       await database.reset();
-      connection = await connect(AMQP_URL);
-      channel = await connection.createChannel();
-      await prepareInboxBroker(channel, inbox);
+      broker = await BrokerConnection.open();
+      await broker.prepareInboxes([inbox]);
       probe = await QueueProbe.bind(inbox.outExchange, '#', `${PREFIX}.probe`);
       // The test process only writes; the child claims, sends, and consumes.
       writer = await createTestApp({ database, outbox: { dispatcherEnabled: false } });
@@ -76,8 +73,7 @@ describe('A dispatching process meets rows it cannot send (real process)', () =>
     await killAllChildren();
     await writer?.close();
     await probe?.close();
-    await deleteInboxQueues(channel, inbox);
-    await connection?.close();
+    await broker?.close();
   });
 
   const rowsOf = async (ids: string[]): Promise<Row[]> =>
@@ -110,7 +106,7 @@ describe('A dispatching process meets rows it cannot send (real process)', () =>
       const good = published.slice(2);
       // Deliveries to the child's consumer meanwhile: its channel shares the connection.
       for (let orderId = 1; orderId <= ORDERS; orderId++) {
-        channel.publish(inbox.exchange, inbox.routingKey, Buffer.from(JSON.stringify({ orderId })), { messageId: randomUUID(), type: 'order.paid' });
+        broker.channel.publish(inbox.exchange, inbox.routingKey, Buffer.from(JSON.stringify({ orderId })), { messageId: randomUUID(), type: 'order.paid' });
       }
 
       const effects = async () => Number((await database.sql(`SELECT count(DISTINCT order_id) AS n FROM {test_effect}`))[0].n);

@@ -1,10 +1,10 @@
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { ChildApp, killAllChildren } from '../support/child-app';
 import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, FixtureEvent, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
+import { FixtureEvent, InboxFixtureConfig } from '../support/inbox-fixture';
 import { TcpProxy } from '../support/tcp-proxy';
 import { STARTUP_TIMEOUT_MS, waitUntil } from '../support/wait';
 
@@ -24,17 +24,13 @@ const config: InboxFixtureConfig = {
 
 describe('A transactional inbox delivery whose broker connection drops (real process, AMQP through a proxy)', () => {
   let proxy: TcpProxy;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
 
   beforeAll(async () => {
     await database.reset();
-    const broker = new URL(AMQP_URL);
-    proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, config);
-    await channel.assertExchange(config.outExchange, 'topic', { durable: false });
+    proxy = await TcpProxy.inFrontOf(AMQP_URL);
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([config], { outExchange: true });
   });
 
   afterEach(async () => {
@@ -43,8 +39,7 @@ describe('A transactional inbox delivery whose broker connection drops (real pro
   });
 
   afterAll(async () => {
-    await deleteInboxQueues(channel, config);
-    await connection.close();
+    await broker.close();
     await proxy.close();
   });
 
@@ -55,14 +50,14 @@ describe('A transactional inbox delivery whose broker connection drops (real pro
   const startConsumer = (name: string, outbox: Record<string, unknown> = {}) =>
     ChildApp.start(name, { database, inbox: config, amqpUrl: proxy.rewrite(AMQP_URL), outbox: { dispatcherEnabled: false, ...outbox } }, STARTUP_TIMEOUT_MS);
   const deliver = (event: FixtureEvent, messageId: string) =>
-    channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(event)), { messageId, type: 'order.paid' });
+    broker.channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(event)), { messageId, type: 'order.paid' });
   // The children create test_effect at start-up (synchronize), with the library's tables.
   const effects = async (orderId: number) => Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = ?`, [orderId]))[0].n);
   const inboxRow = async (messageId: string) => {
     const [row] = await database.sql(`SELECT status, attempts FROM {inbox_message} WHERE consumer = ? AND message_id = ?`, [CONSUMER, messageId]);
     return row && { status: row.status as string, attempts: Number(row.attempts) };
   };
-  const readyInQueue = async () => (await channel.checkQueue(config.consumers[0].queue)).messageCount;
+  const readyInQueue = async () => (await broker.channel.checkQueue(config.consumers[0].queue)).messageCount;
 
   /** Publishes a marker after the connection is back and waits until the child processed it. */
   const processMarker = async (child: ChildApp, orderId: number) => {

@@ -1,10 +1,9 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { describeOn, testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, FixtureEvent, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { FixtureEvent, InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { sleep, STARTUP_TIMEOUT_MS, timeoutFor, waitUntil } from '../support/wait';
@@ -35,16 +34,13 @@ const KILLER_TRIGGER = [
 
 describeOn(['postgres'], 'A delivery whose recording keeps dropping the database connection', () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let dead: QueueProbe;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, config);
-    await channel.assertExchange(config.outExchange, 'topic', { durable: false });
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([config], { outExchange: true });
     dead = await QueueProbe.bind(config.deadLetterExchange, '#', `${PREFIX}.dead`);
     app = await createTestApp({ database, outbox: { pollIntervalMs: 50 }, providers: inboxFixtureProviders(config) });
     for (const statement of KILLER_TRIGGER) await database.sql(statement);
@@ -52,13 +48,12 @@ describeOn(['postgres'], 'A delivery whose recording keeps dropping the database
 
   afterAll(async () => {
     await app?.close();
-    await deleteInboxQueues(channel, config);
     await dead.close();
-    await connection.close();
+    await broker.close();
   });
 
   const deliver = (event: FixtureEvent, messageId: string) =>
-    channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(event)), { messageId, type: 'order.paid' });
+    broker.channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(event)), { messageId, type: 'order.paid' });
   const effects = async (orderId: number) => Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = ?`, [orderId]))[0].n);
 
   it(

@@ -1,12 +1,11 @@
 import { ConsoleLogger, INestApplicationContext } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { OutboxHealthIndicator } from '../../lib/health';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
@@ -29,17 +28,14 @@ const QUEUE_OPTIONS = { durable: false, arguments: { 'x-dead-letter-exchange': c
 
 describe('An @InboxHandler consumer the broker cancels', () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let health: OutboxHealthIndicator;
   const logLines: string[] = [];
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, config);
-    await channel.assertExchange(config.outExchange, 'topic', { durable: false });
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([config], { outExchange: true });
     for (const level of ['log', 'warn'] as const) {
       const original = ConsoleLogger.prototype[level];
       jest.spyOn(ConsoleLogger.prototype, level).mockImplementation(function (this: ConsoleLogger, message: unknown, ...rest: unknown[]) {
@@ -57,16 +53,15 @@ describe('An @InboxHandler consumer the broker cancels', () => {
 
   afterAll(async () => {
     await app?.close();
-    await deleteInboxQueues(channel, config);
-    await connection.close();
+    await broker.close();
     jest.restoreAllMocks();
   });
 
   const deliver = (orderId: number) =>
-    channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId })), { messageId: randomUUID(), type: 'order.paid' });
+    broker.channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId })), { messageId: randomUUID(), type: 'order.paid' });
   const effects = async (consumer: string, orderId: number) =>
     Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE consumer = ? AND order_id = ?`, [consumer, orderId]))[0].n);
-  const consumersOf = async (queue: string) => (await channel.checkQueue(queue)).consumerCount;
+  const consumersOf = async (queue: string) => (await broker.channel.checkQueue(queue)).consumerCount;
 
   it(
     'is reported down while its queue is gone, subscribes again once the queue is declared again, and handles what arrives',
@@ -75,7 +70,7 @@ describe('An @InboxHandler consumer the broker cancels', () => {
       for (const consumer of ['cancelled', 'steady']) await waitUntil(async () => (await effects(consumer, 1)) === 1, `${consumer} handled order 1`);
       expect(await health.isHealthy('outbox')).toMatchObject({ outbox: { status: 'up' } });
 
-      await channel.deleteQueue(CANCELLED_QUEUE);
+      await broker.channel.deleteQueue(CANCELLED_QUEUE);
       await waitUntil(() => logLines.some((line) => line.includes('consumer "cancelled" was cancelled by the broker')), 'the cancel is logged');
       const down = await health.isHealthy('outbox');
       expect(down.outbox).toMatchObject({
@@ -90,8 +85,8 @@ describe('An @InboxHandler consumer the broker cancels', () => {
       expect(await consumersOf(STEADY_QUEUE)).toBe(1);
 
       // Declared again as an operator would, without its binding: a delivery waits in it.
-      await channel.assertQueue(CANCELLED_QUEUE, QUEUE_OPTIONS);
-      channel.sendToQueue(CANCELLED_QUEUE, Buffer.from(JSON.stringify({ orderId: 3 })), { messageId: randomUUID(), type: 'order.paid' });
+      await broker.channel.assertQueue(CANCELLED_QUEUE, QUEUE_OPTIONS);
+      broker.channel.sendToQueue(CANCELLED_QUEUE, Buffer.from(JSON.stringify({ orderId: 3 })), { messageId: randomUUID(), type: 'order.paid' });
       await waitUntil(async () => (await effects('cancelled', 3)) === 1, 'the consumer is back and handles order 3', WAIT_TIMEOUT_MS);
       expect(await consumersOf(CANCELLED_QUEUE)).toBe(1);
       expect(logLines.some((line) => line.includes(`consumer "cancelled" consumes queue "${CANCELLED_QUEUE}" again`))).toBe(true);

@@ -1,11 +1,10 @@
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { ChildApp, killAllChildren } from '../support/child-app';
 import { testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { STARTUP_TIMEOUT_MS, waitUntil } from '../support/wait';
 
@@ -28,25 +27,21 @@ const config: InboxFixtureConfig = {
 };
 
 describe('A transactional delivery whose handler kills its process (real processes)', () => {
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let dead: QueueProbe;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, config);
-    await channel.assertExchange(config.outExchange, 'topic', { durable: false });
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([config], { outExchange: true });
     dead = await QueueProbe.bind(config.deadLetterExchange, '#', `${PREFIX}.dead`);
   });
 
   afterEach(() => killAllChildren());
 
   afterAll(async () => {
-    await deleteInboxQueues(channel, config);
     await dead.close();
-    await connection.close();
+    await broker.close();
   });
 
   const inboxRow = async (messageId: string) => {
@@ -67,7 +62,7 @@ describe('A transactional delivery whose handler kills its process (real process
       const outputComplete = once(child.process, 'close');
       // The consumer's queue exists once the first child subscribed.
       if (!published) {
-        channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
+        broker.channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
         published = true;
       }
       // Every child either dies in the handler or, once the attempts are used up, dead-letters the delivery.

@@ -1,10 +1,9 @@
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { ChildApp, killAllChildren, STOP_TIMEOUT_MS } from '../support/child-app';
 import { testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig } from '../support/inbox-fixture';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
 const database = testDatabase('it_inbox_crash');
@@ -36,22 +35,18 @@ const RESCUE_TIMINGS = {
 };
 
 describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    for (const mode of ['transactional', 'deferred'] as const) await prepareInboxBroker(channel, fixture(mode));
-    await channel.assertExchange(`${PREFIX}.out`, 'topic', { durable: false });
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([fixture('transactional'), fixture('deferred')], { outExchange: true });
   });
 
   afterEach(() => killAllChildren());
 
   afterAll(async () => {
-    for (const mode of ['transactional', 'deferred'] as const) await deleteInboxQueues(channel, fixture(mode));
-    await connection.close();
+    await broker.close();
   });
 
   // The children create test_effect at start-up (synchronize), with the library's tables.
@@ -60,8 +55,8 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
     const [row] = await database.sql(`SELECT status, attempts, claimed_by FROM {inbox_message} WHERE message_id = ?`, [messageId]);
     return row && { ...row, attempts: Number(row.attempts) };
   };
-  const readyInQueue = async (queue: string) => (await channel.checkQueue(queue)).messageCount;
-  const consumersOf = async (queue: string) => (await channel.checkQueue(queue)).consumerCount;
+  const readyInQueue = async (queue: string) => (await broker.channel.checkQueue(queue)).messageCount;
+  const consumersOf = async (queue: string) => (await broker.channel.checkQueue(queue)).consumerCount;
 
   it(
     'recognises the redelivery of a message whose handler committed just before the crash, without rerunning it',
@@ -69,7 +64,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
       const config = fixture('transactional', 'after-commit');
       const crashing = await ChildApp.start('it-inbox-crash-a', { database, inbox: config });
       const messageId = randomUUID();
-      channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
+      broker.channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
 
       const exit = await crashing.waitForExit();
       expect(exit.signal).toBe('SIGKILL');
@@ -94,7 +89,7 @@ describe('Inbox recovery from a SIGKILLed consumer (real processes)', () => {
       const config = fixture('deferred', 'in-handler');
       const crashing = await ChildApp.start('it-inbox-crash-c', { database, inbox: config });
       const messageId = randomUUID();
-      channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 2 })), { messageId, type: 'order.paid' });
+      broker.channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify({ orderId: 2 })), { messageId, type: 'order.paid' });
 
       const exit = await crashing.waitForExit();
       expect(exit.signal).toBe('SIGKILL');

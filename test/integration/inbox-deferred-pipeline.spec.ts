@@ -13,14 +13,14 @@ import {
   UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
-import { Channel, ChannelModel, connect, ConsumeMessage } from 'amqplib';
+import { ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
 import { InboxHandler } from '../../lib';
 import { InboxWorker } from '../../lib/entries/admin';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
 import { createTestApp, TestEffect } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
@@ -118,28 +118,25 @@ class DeferredConsumers {
 
 describe('Deferred @InboxHandler methods run through the same Nest chain and deserializer as transactional ones', () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await channel.assertExchange(EXCHANGE, 'topic', { durable: false });
-    await channel.deleteExchange(DEAD_LETTERS);
-    await channel.assertExchange(DEAD_LETTERS, 'topic', { durable: false });
-    for (const name of NAMES) await channel.deleteQueue(`${PREFIX}.${name}`);
+    broker = await BrokerConnection.open();
+    await broker.assertExchange(EXCHANGE);
+    await broker.channel.deleteExchange(DEAD_LETTERS);
+    await broker.assertExchange(DEAD_LETTERS);
+    await broker.freshQueues(NAMES.map((name) => `${PREFIX}.${name}`));
     app = await createTestApp({ database, outbox: { pollIntervalMs: 50, backoffBaseMs: 50, backoffMaxMs: 100 }, providers: [DeferredConsumers] });
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await app.close();
-    for (const name of NAMES) await channel.deleteQueue(`${PREFIX}.${name}`);
-    await connection.close();
+    await broker.close();
   });
 
   const deliver = (routingKey: string, body: Buffer | OrderEvent, messageId: string) =>
-    channel.publish(EXCHANGE, routingKey, Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body)), { messageId, type: 'order.paid' });
+    broker.channel.publish(EXCHANGE, routingKey, Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body)), { messageId, type: 'order.paid' });
   const inboxRow = async (consumer: string, messageId: string) =>
     (await database.sql(`SELECT status, last_error FROM {inbox_message} WHERE consumer = ? AND message_id = ?`, [consumer, messageId]))[0];
   const effects = async (consumer: string, messageId: string) =>

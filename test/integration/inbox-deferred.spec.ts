@@ -1,12 +1,11 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { InboxWorker } from '../../lib/entries/admin';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { DeliveriesInFlight } from '../support/deliveries-in-flight';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -26,16 +25,14 @@ const config: InboxFixtureConfig = {
 
 describe('@InboxHandler in deferred mode', () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let outgoing: QueueProbe;
   const deliveries = new DeliveriesInFlight();
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, config);
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([config]);
     outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
     app = await createTestApp({
       database,
@@ -46,13 +43,12 @@ describe('@InboxHandler in deferred mode', () => {
 
   afterAll(async () => {
     await app.close();
-    await deleteInboxQueues(channel, config);
     await outgoing.close();
-    await connection.close();
+    await broker.close();
   });
 
   const deliver = (body: unknown, messageId: string) =>
-    channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(body)), { messageId, type: 'order.paid' });
+    broker.channel.publish(config.exchange, config.routingKey, Buffer.from(JSON.stringify(body)), { messageId, type: 'order.paid' });
   const effects = async (orderId: number) => Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE order_id = ?`, [orderId]))[0].n);
   const inboxRow = async (messageId: string) => {
     const [row] = await database.sql(`SELECT status, attempts, last_error FROM {inbox_message} WHERE message_id = ?`, [messageId]);
@@ -68,7 +64,7 @@ describe('@InboxHandler in deferred mode', () => {
       deliver({ orderId: 1, holdMs: 1_500 }, messageId);
       await waitUntil(async () => (await inboxRow(messageId))?.status === 'PROCESSING', 'the worker runs the handler');
       // The handler is still running, yet the delivery is acknowledged.
-      expect((await channel.checkQueue(config.consumers[0].queue)).messageCount).toBe(0);
+      expect((await broker.channel.checkQueue(config.consumers[0].queue)).messageCount).toBe(0);
       deliver({ orderId: 1, holdMs: 1_500 }, messageId);
       deliver({ orderId: 1, holdMs: 1_500 }, messageId);
       await waitUntil(async () => (await inboxRow(messageId)).status === 'DONE', 'processed');

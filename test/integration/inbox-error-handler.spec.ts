@@ -1,11 +1,10 @@
 import { MessageErrorHandler, MessageHandlerErrorBehavior, RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { CanActivate, INestApplicationContext, Injectable, UseGuards } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { InboxHandler } from '../../lib';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -57,28 +56,25 @@ class NamedConsumer {
 }
 
 describe("The error handler the inbox gives golevelup keeps the application's own", () => {
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let dead: QueueProbe;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await channel.assertExchange(EXCHANGE, 'topic', { durable: false });
-    await channel.deleteExchange(DEAD_LETTERS);
+    broker = await BrokerConnection.open();
+    await broker.assertExchange(EXCHANGE);
+    await broker.channel.deleteExchange(DEAD_LETTERS);
     dead = await QueueProbe.bind(DEAD_LETTERS, '#', `${PREFIX}.dead`);
-    for (const name of NAMES) await channel.deleteQueue(`${PREFIX}.${name}`);
+    await broker.freshQueues(NAMES.map((name) => `${PREFIX}.${name}`));
   });
 
   afterAll(async () => {
-    for (const name of NAMES) await channel.deleteQueue(`${PREFIX}.${name}`);
     await dead.close();
-    await connection.close();
+    await broker.close();
   });
 
   const deliver = (routingKey: string, messageId: string) =>
-    channel.publish(EXCHANGE, routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
+    broker.channel.publish(EXCHANGE, routingKey, Buffer.from(JSON.stringify({ orderId: 1 })), { messageId, type: 'order.paid' });
 
   describe('in a running application', () => {
     let app: INestApplicationContext;

@@ -11,13 +11,13 @@ import {
   PipeTransform,
   UseInterceptors,
 } from '@nestjs/common';
-import { Channel, ChannelModel, connect, ConsumeMessage } from 'amqplib';
+import { ConsumeMessage } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { Observable } from 'rxjs';
 import { InboxHandler } from '../../lib';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp, TestEffect } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -84,30 +84,27 @@ class ChainConsumers {
 
 describe('@InboxHandler with the rest of the Nest handler chain', () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let dead: QueueProbe;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await channel.assertExchange(EXCHANGE, 'topic', { durable: false });
-    await channel.deleteExchange(DEAD_LETTERS);
+    broker = await BrokerConnection.open();
+    await broker.assertExchange(EXCHANGE);
+    await broker.channel.deleteExchange(DEAD_LETTERS);
     dead = await QueueProbe.bind(DEAD_LETTERS, '#', `${PREFIX}.dead`);
-    for (const name of ['piped', 'intercepted']) await channel.deleteQueue(`${PREFIX}.${name}`);
+    await broker.freshQueues([`${PREFIX}.piped`, `${PREFIX}.intercepted`]);
     app = await createTestApp({ database, outbox: { pollIntervalMs: 50, backoffBaseMs: 50, backoffMaxMs: 100 }, providers: [ChainConsumers] });
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await app.close();
-    for (const name of ['piped', 'intercepted']) await channel.deleteQueue(`${PREFIX}.${name}`);
     await dead.close();
-    await connection.close();
+    await broker.close();
   });
 
   const deliver = (routingKey: string, body: ChainEvent, messageId: string) =>
-    channel.publish(EXCHANGE, routingKey, Buffer.from(JSON.stringify(body)), { messageId, type: 'order.paid', contentType: 'application/json' });
+    broker.channel.publish(EXCHANGE, routingKey, Buffer.from(JSON.stringify(body)), { messageId, type: 'order.paid', contentType: 'application/json' });
   const inboxRow = async (consumer: string, messageId: string) =>
     (await database.sql(`SELECT status, last_error FROM {inbox_message} WHERE consumer = ? AND message_id = ?`, [consumer, messageId]))[0];
   const effects = async (consumer: string, messageId: string) =>

@@ -1,10 +1,9 @@
 import { ConsoleLogger, INestApplicationContext } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { DATABASE_KIND, testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, FixtureEvent, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { FixtureEvent, InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -50,17 +49,14 @@ REFUSE_CONSUMER.mysql = REFUSE_CONSUMER.mariadb;
 
 describe('Inbound messages the inbox cannot store never stall a consumer', () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let dead: QueueProbe;
   const errorLines: string[] = [];
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    for (const config of fixtures) await prepareInboxBroker(channel, config);
-    await channel.assertExchange(`${PREFIX}.out`, 'topic', { durable: false });
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes(fixtures, { outExchange: true });
     dead = await QueueProbe.bind(DEAD_LETTERS, '#', `${PREFIX}.dead`);
     const error = ConsoleLogger.prototype.error;
     jest.spyOn(ConsoleLogger.prototype, 'error').mockImplementation(function (this: ConsoleLogger, message: unknown, ...rest: unknown[]) {
@@ -79,9 +75,8 @@ describe('Inbound messages the inbox cannot store never stall a consumer', () =>
 
   afterAll(async () => {
     await app?.close();
-    for (const config of fixtures) await deleteInboxQueues(channel, config);
     await dead.close();
-    await connection.close();
+    await broker.close();
     jest.restoreAllMocks();
   });
 
@@ -90,7 +85,7 @@ describe('Inbound messages the inbox cannot store never stall a consumer', () =>
     event: FixtureEvent,
     properties: { messageId?: string; type?: string; headers?: Record<string, unknown> },
     routingKey = 'order.paid',
-  ) => channel.publish(exchange, routingKey, Buffer.from(JSON.stringify(event)), { type: 'order.paid', ...properties });
+  ) => broker.channel.publish(exchange, routingKey, Buffer.from(JSON.stringify(event)), { type: 'order.paid', ...properties });
   const effects = async (consumer: string, orderId: number) =>
     Number((await database.sql(`SELECT count(*) AS n FROM {test_effect} WHERE consumer = ? AND order_id = ?`, [consumer, orderId]))[0].n);
   const rowsWithError = async (consumer: string, pattern: string) =>

@@ -1,12 +1,11 @@
 import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { INestApplicationContext, Injectable, Logger } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { InboxHandler, MessageStatus } from '../../lib';
 import { InboxWorker, OutboxAdmin } from '../../lib/entries/admin';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { DATABASE_KIND, testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
@@ -63,15 +62,13 @@ REFUSE_DELIVERY.mysql = REFUSE_DELIVERY.mariadb;
  */
 describe(`A deferred ordered delivery recorded in its reduced form (${DATABASE_KIND})`, () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await channel.assertExchange(EXCHANGE, 'topic', { durable: false });
-    await channel.deleteQueue(QUEUE);
+    broker = await BrokerConnection.open();
+    await broker.assertExchange(EXCHANGE);
+    await broker.freshQueues([QUEUE]);
     app = await createTestApp({ database, outbox: { pollIntervalMs: 100, notifyEnabled: false }, providers: [OrderedConsumer] });
     const schema = DATABASE_KIND === 'postgres' ? `"${database.name}"` : `\`${database.name}\``;
     for (const statement of REFUSE_DELIVERY[DATABASE_KIND]) await database.sql(statement.replace(/\{schema\}/g, schema));
@@ -82,12 +79,11 @@ describe(`A deferred ordered delivery recorded in its reduced form (${DATABASE_K
   afterAll(async () => {
     jest.restoreAllMocks();
     await app?.close();
-    await channel?.deleteQueue(QUEUE);
-    await connection?.close();
+    await broker?.close();
   });
 
   const deliver = (entry: Entry, messageId: string = randomUUID()) =>
-    channel.publish(EXCHANGE, `ordered.${entry.key}`, Buffer.from(JSON.stringify(entry)), { messageId, type: 'ledger.entry' });
+    broker.channel.publish(EXCHANGE, `ordered.${entry.key}`, Buffer.from(JSON.stringify(entry)), { messageId, type: 'ledger.entry' });
   const rowCount = async () => Number((await database.sql(`SELECT count(*) AS n FROM {inbox_message}`))[0].n);
 
   it(

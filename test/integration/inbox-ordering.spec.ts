@@ -1,12 +1,11 @@
 import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { INestApplicationContext, Injectable } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { InboxHandler, MessageStatus, NonRetryableError } from '../../lib';
 import { InboxWorker, OutboxAdmin } from '../../lib/entries/admin';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { DATABASE_KIND, testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
 import { createTestApp } from '../support/test-app';
 import { budget, STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
 
@@ -55,15 +54,13 @@ const inOrder = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 describe(`Deferred @InboxHandler with an orderingKey (${DATABASE_KIND})`, () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await channel.assertExchange(EXCHANGE, 'topic', { durable: false });
-    await channel.deleteQueue(QUEUE);
+    broker = await BrokerConnection.open();
+    await broker.assertExchange(EXCHANGE);
+    await broker.freshQueues([QUEUE]);
     app = await createTestApp({
       database,
       outbox: { pollIntervalMs: 100, backoffBaseMs: 20, backoffMaxMs: 100, notifyEnabled: false, inboxBatchSize: 10 },
@@ -73,12 +70,11 @@ describe(`Deferred @InboxHandler with an orderingKey (${DATABASE_KIND})`, () => 
 
   afterAll(async () => {
     await app?.close();
-    await channel?.deleteQueue(QUEUE);
-    await connection?.close();
+    await broker?.close();
   });
 
   const deliver = (entry: Entry) =>
-    channel.publish(EXCHANGE, `ordered.${entry.key}`, Buffer.from(JSON.stringify(entry)), { messageId: randomUUID(), type: 'ledger.entry' });
+    broker.channel.publish(EXCHANGE, `ordered.${entry.key}`, Buffer.from(JSON.stringify(entry)), { messageId: randomUUID(), type: 'ledger.entry' });
 
   /**
    * Publishes `entry` and waits until its row is stored. golevelup hands a channel's deliveries to

@@ -1,11 +1,10 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { DeliveriesInFlight } from '../support/deliveries-in-flight';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -30,8 +29,7 @@ const SETTLE_TIMEOUT_MS = 4 * WAIT_TIMEOUT_MS;
 
 describe('@InboxHandler in transactional mode', () => {
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let outgoing: QueueProbe;
   let dead: QueueProbe;
   const deliveries = new DeliveriesInFlight();
@@ -40,9 +38,8 @@ describe('@InboxHandler in transactional mode', () => {
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, config);
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([config]);
     outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
     dead = await QueueProbe.bind(config.deadLetterExchange, '#', `${PREFIX}.dead`);
     app = await createTestApp({
@@ -54,14 +51,13 @@ describe('@InboxHandler in transactional mode', () => {
 
   afterAll(async () => {
     await app.close();
-    await deleteInboxQueues(channel, config);
     await outgoing.close();
     await dead.close();
-    await connection.close();
+    await broker.close();
   });
 
   const deliver = (body: unknown, properties: { messageId?: string; type?: string } = {}) =>
-    channel.publish(config.exchange, config.routingKey, Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body)), {
+    broker.channel.publish(config.exchange, config.routingKey, Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body)), {
       type: 'order.paid',
       contentType: 'application/json',
       ...properties,

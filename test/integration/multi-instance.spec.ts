@@ -4,6 +4,7 @@ import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { runExclusively } from '../support/exclusive-run';
 import { publishMany } from '../support/publish-many';
+import { duplicatesOf } from '../support/repeated-ids';
 import { assertExchange, QueueProbe } from '../support/queue-probe';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -93,8 +94,3 @@ describe('Several dispatcher instances on one outbox', () => {
     timeoutFor(STARTUP_TIMEOUT_MS, BACKLOG_TIMEOUT_MS, WAIT_TIMEOUT_MS, STOP_TIMEOUT_MS, WAIT_TIMEOUT_MS),
   );
 });
-
-function duplicatesOf(ids: string[]): string[] {
-  const seen = new Set<string>();
-  return ids.filter((id) => seen.has(id) || !seen.add(id));
-}

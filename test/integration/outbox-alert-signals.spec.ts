@@ -2,14 +2,13 @@ import { ConsoleLogger, INestApplicationContext } from '@nestjs/common';
 import { metrics } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { DataSource } from 'typeorm';
 import { NonRetryableError, OutboxService } from '../../lib';
 import { CapturingOutboxTransport, OUTBOX_TEST_OPTIONS, OutboxTestKit } from '../../lib/testing';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { describeOn, testDatabase } from '../support/database';
-import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
@@ -39,8 +38,7 @@ function sample(scrape: string, name: string, labels: Record<string, string>): n
 describeOn(['postgres', 'mariadb', 'mysql'], 'What alerts read: the Prometheus scrape and the give-up log', () => {
   let app: INestApplicationContext;
   let exporter: PrometheusExporter;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   const errorLines: string[] = [];
 
   /** The text a Prometheus server would scrape from the application, through the exporter users install. */
@@ -51,9 +49,8 @@ describeOn(['postgres', 'mariadb', 'mysql'], 'What alerts read: the Prometheus s
 
   beforeAll(async () => {
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, config);
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([config]);
     exporter = new PrometheusExporter({ preventServerStart: true });
     metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
     const error = ConsoleLogger.prototype.error;
@@ -72,8 +69,7 @@ describeOn(['postgres', 'mariadb', 'mysql'], 'What alerts read: the Prometheus s
   afterAll(async () => {
     await app?.close();
     jest.restoreAllMocks();
-    if (channel) await deleteInboxQueues(channel, config);
-    await connection?.close();
+    await broker?.close();
     metrics.disable();
   });
 

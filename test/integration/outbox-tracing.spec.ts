@@ -3,11 +3,11 @@ import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { BasicTracerProvider, InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { Channel, ChannelModel, connect } from 'amqplib';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, InboxFixtureConfig, inboxFixtureProviders, prepareInboxBroker } from '../support/inbox-fixture';
+import { InboxFixtureConfig, inboxFixtureProviders } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { createTestApp, OrderPayments } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -27,8 +27,7 @@ const config: InboxFixtureConfig = {
 describe('Trace propagation', () => {
   const exporter = new InMemorySpanExporter();
   let app: INestApplicationContext;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let outgoing: QueueProbe;
 
   beforeAll(async () => {
@@ -37,18 +36,16 @@ describe('Trace propagation', () => {
     propagation.setGlobalPropagator(new W3CTraceContextPropagator());
     trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
     await database.reset();
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await prepareInboxBroker(channel, config);
+    broker = await BrokerConnection.open();
+    await broker.prepareInboxes([config]);
     outgoing = await QueueProbe.bind(config.outExchange, '#', `${PREFIX}.out-probe`);
     app = await createTestApp({ database, outbox: { pollIntervalMs: 50 }, providers: inboxFixtureProviders(config) });
   }, timeoutFor(STARTUP_TIMEOUT_MS));
 
   afterAll(async () => {
     await app?.close();
-    await deleteInboxQueues(channel, config);
     await outgoing?.close();
-    await connection?.close();
+    await broker?.close();
     trace.disable();
     propagation.disable();
     context.disable();

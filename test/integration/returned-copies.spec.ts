@@ -28,8 +28,7 @@ describe('Returned copies of one message on one channel', () => {
   beforeAll(async () => {
     await database.reset();
     await assertExchange(EXCHANGE);
-    const broker = new URL(AMQP_URL);
-    proxy = await AckCoalescingProxy.start(broker.hostname, Number(broker.port || 5672));
+    proxy = await AckCoalescingProxy.inFrontOf(AMQP_URL);
     probe = await QueueProbe.bind(EXCHANGE, 'bound', `${EXCHANGE}.probe`);
     app = await createTestApp({
       database,

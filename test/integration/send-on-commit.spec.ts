@@ -379,7 +379,7 @@ describe('Sending on commit', () => {
     async () => {
       const type = 'it.send-on-commit.crash';
       // The victim's broker connection goes through a proxy that stops forwarding: what it sends never arrives.
-      const proxy = await TcpProxy.start(new URL(AMQP_URL).hostname, Number(new URL(AMQP_URL).port || 5672));
+      const proxy = await TcpProxy.inFrontOf(AMQP_URL);
       try {
         const victim = await ChildApp.start('it-send-on-commit-victim', {
           database,

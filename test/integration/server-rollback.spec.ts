@@ -2,14 +2,13 @@ import { RabbitSubscribe } from '@golevelup/nestjs-rabbitmq';
 import { Transactional, TransactionHost } from '@nestjs-cls/transactional';
 import { TransactionalAdapterTypeOrm } from '@nestjs-cls/transactional-adapter-typeorm';
 import { INestApplicationContext, Injectable } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { InboxHandler, OutboxService, OutboxTransactionRolledBackError } from '../../lib';
 import { OutboxDispatcher } from '../../lib/entries/admin';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { describeOn, testDatabase } from '../support/database';
 import { MysqlTestDatabase } from '../support/databases/mysql-test-database';
-import { AMQP_URL } from '../support/environment';
 import { DeadlockRival } from '../support/innodb-deadlock';
 import { assertExchange, nothingMoreArrives, QueueProbe } from '../support/queue-probe';
 import { createTestApp, TestEffect, TestOrder } from '../support/test-app';
@@ -87,16 +86,14 @@ const consumers = { transactional: deadlockingConsumer('transactional'), deferre
 describeOn(['mariadb', 'mysql'], 'A transaction the server rolled back after a caught deadlock', () => {
   let app: INestApplicationContext;
   let probe: QueueProbe;
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
 
   beforeAll(async () => {
     await database.reset();
     await assertExchange(EXCHANGE);
-    connection = await connect(AMQP_URL);
-    channel = await connection.createChannel();
-    await channel.assertExchange(IN_EXCHANGE, 'topic', { durable: false });
-    for (const queue of Object.values(QUEUES)) await channel.deleteQueue(queue);
+    broker = await BrokerConnection.open();
+    await broker.assertExchange(IN_EXCHANGE);
+    await broker.freshQueues(Object.values(QUEUES));
     probe = await QueueProbe.bind(EXCHANGE, '#', `${EXCHANGE}.probe`);
     app = await createTestApp({
       database,
@@ -109,8 +106,7 @@ describeOn(['mariadb', 'mysql'], 'A transaction the server rolled back after a c
   afterAll(async () => {
     await app?.close();
     await probe?.close();
-    for (const queue of Object.values(QUEUES)) await channel?.deleteQueue(queue);
-    await connection?.close();
+    await broker?.close();
   });
 
   it(
@@ -167,7 +163,7 @@ describeOn(['mariadb', 'mysql'], 'A transaction the server rolled back after a c
       async () => {
         const messageId = randomUUID();
         const orderId = mode === 'transactional' ? 1 : 2;
-        channel.publish(IN_EXCHANGE, mode, Buffer.from(JSON.stringify({ orderId })), { messageId, contentType: 'application/json' });
+        broker.channel.publish(IN_EXCHANGE, mode, Buffer.from(JSON.stringify({ orderId })), { messageId, contentType: 'application/json' });
         const inboxRow = async () =>
           (await database.sql(`SELECT status FROM {inbox_message} WHERE consumer = ? AND message_id = ?`, [`deadlock-${mode}`, messageId]))[0];
         await waitUntil(async () => (await inboxRow())?.status === 'DONE', `the ${mode} delivery is recorded as handled`);

@@ -1,13 +1,13 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { Channel, ChannelModel, connect } from 'amqplib';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { OutboxMessage, OutboxMessageInvalidError, OutboxService } from '../../lib';
+import { BrokerConnection } from '../support/broker-connection';
 import { brokerName } from '../support/broker-names';
 import { ChildApp, ChildExit, DispatcherChildConfig, killAllChildren } from '../support/child-app';
 import { testDatabase } from '../support/database';
 import { AMQP_URL } from '../support/environment';
-import { deleteInboxQueues, FixtureEvent, InboxFixtureConfig, prepareInboxBroker } from '../support/inbox-fixture';
+import { FixtureEvent, InboxFixtureConfig } from '../support/inbox-fixture';
 import { QueueProbe } from '../support/queue-probe';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestApp } from '../support/test-app';
@@ -53,8 +53,7 @@ const CHILD_OUTBOX: DispatcherChildConfig['outbox'] = {
 };
 
 describe('Soak: two instances under kills, broker restarts and hostile messages (real processes)', () => {
-  let connection: ChannelModel;
-  let channel: Channel;
+  let broker: BrokerConnection;
   let proxy: TcpProxy;
   let writer: INestApplicationContext;
   let outgoing: QueueProbe;
@@ -91,13 +90,11 @@ describe('Soak: two instances under kills, broker restarts and hostile messages 
   beforeAll(
     async () => {
       await database.reset();
-      connection = await connect(AMQP_URL);
-      channel = await connection.createChannel();
-      await prepareInboxBroker(channel, inbox);
+      broker = await BrokerConnection.open();
+      await broker.prepareInboxes([inbox]);
       outgoing = await QueueProbe.bind(inbox.outExchange, '#', `${PREFIX}.outgoing`);
       dead = await QueueProbe.bind(inbox.deadLetterExchange, '#', `${PREFIX}.dead`);
-      const broker = new URL(AMQP_URL);
-      proxy = await TcpProxy.start(broker.hostname, Number(broker.port || 5672));
+      proxy = await TcpProxy.inFrontOf(AMQP_URL);
       // The test process only publishes; the two instances dispatch, consume and publish again.
       // Attempts enough that the faults alone (kills reclaim a claim as an attempt; on a loaded
       // machine a confirm can take longer than sendTimeoutMs) do not use up a good order's: with 3,
@@ -115,8 +112,7 @@ describe('Soak: two instances under kills, broker restarts and hostile messages 
     await outgoing?.close();
     await dead?.close();
     await proxy?.close();
-    if (channel) await deleteInboxQueues(channel, inbox);
-    await connection?.close();
+    await broker?.close();
   });
 
   it(
@@ -174,7 +170,7 @@ describe('Soak: two instances under kills, broker restarts and hostile messages 
         // Deliveries being handled, and failed ones held for their backoff, when the connection closes.
         for (let n = 1; n <= HELD_ORDERS; n++) {
           const held: FixtureEvent = { orderId: ORDERS + n, holdMs: HOLD_MS, ...(n % 2 === 0 ? { failTimes: 1 } : {}) };
-          channel.publish(inbox.exchange, inbox.routingKey, Buffer.from(JSON.stringify(held)), { messageId: randomUUID(), type: 'order.paid' });
+          broker.channel.publish(inbox.exchange, inbox.routingKey, Buffer.from(JSON.stringify(held)), { messageId: randomUUID(), type: 'order.paid' });
         }
         await sleep(HOLD_MS / 2);
         await restartBroker(500);
@@ -190,7 +186,7 @@ describe('Soak: two instances under kills, broker restarts and hostile messages 
         { messageId: randomUUID(), content: Buffer.from('{not json'), cause: /JSON/ },
       ];
       for (const delivery of hostile)
-        channel.publish(inbox.exchange, inbox.routingKey, delivery.content, { messageId: delivery.messageId, type: 'order.paid' });
+        broker.channel.publish(inbox.exchange, inbox.routingKey, delivery.content, { messageId: delivery.messageId, type: 'order.paid' });
 
       const goodOrders = [
         ...Array.from({ length: ORDERS }, (_, i) => i + 1).filter((o) => !isMissingExchange(o) && !isOversized(o)),

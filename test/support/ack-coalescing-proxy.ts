@@ -1,4 +1,5 @@
-import { createConnection, createServer, Server, Socket } from 'node:net';
+import { createServer, Server, Socket } from 'node:net';
+import { connectUpstream, proxiedUrl, serverOf } from './proxied-connection';
 
 /** AMQP 0-9-1: a frame is type (1 byte), channel (2), payload size (4), payload, end byte 0xCE. */
 const FRAME_HEADER = 7;
@@ -36,12 +37,15 @@ export class AckCoalescingProxy {
     return proxy;
   }
 
+  /** A proxy to the server `url` names; `rewrite(url)` is the way through it. */
+  static inFrontOf(url: string): Promise<AckCoalescingProxy> {
+    const { host, port } = serverOf(url);
+    return AckCoalescingProxy.start(host, port);
+  }
+
   /** The proxied URL: `url` with its host and port replaced by the proxy's. */
   rewrite(url: string): string {
-    const parsed = new URL(url);
-    parsed.hostname = '127.0.0.1';
-    parsed.port = String(this.port);
-    return parsed.toString();
+    return proxiedUrl(url, this.port);
   }
 
   /** Holds the next `count` confirms from the broker; resolves once the one that stands for all of them went to the client. */
@@ -56,18 +60,7 @@ export class AckCoalescingProxy {
   }
 
   private accept(client: Socket, host: string, port: number): void {
-    const upstream = createConnection({ host, port });
-    for (const [a, b] of [
-      [client, upstream],
-      [upstream, client],
-    ] as const) {
-      this.sockets.add(a);
-      a.on('error', () => b.destroy());
-      a.on('close', () => {
-        this.sockets.delete(a);
-        b.destroy();
-      });
-    }
+    const upstream = connectUpstream(client, host, port, this.sockets);
     client.pipe(upstream);
     let pending: Buffer = Buffer.alloc(0);
     upstream.on('data', (chunk: Buffer) => {

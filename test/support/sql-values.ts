@@ -1,8 +1,17 @@
+import type { DatabaseKind } from './database';
+
 /**
  * Values read back through `TestDatabase.sql` come in each driver's own types: PostgreSQL and
  * MariaDB/MySQL give dates, SQLite its UTC text ('YYYY-MM-DD HH:MM:SS.SSS'); booleans are 0/1
- * outside PostgreSQL. These turn them into one JavaScript type.
+ * outside PostgreSQL. These turn them into one JavaScript type, and a time into the parameter
+ * each database stores as that instant.
  */
+
+/** A time as a parameter the database stores as that instant: ISO text for PostgreSQL, its UTC text elsewhere. */
+export function storedTime(kind: DatabaseKind, instant: Date): string {
+  const iso = instant.toISOString();
+  return kind === 'postgres' ? iso : iso.replace('T', ' ').replace('Z', '');
+}
 
 /** A stored time as a Date (null stays null). */
 export function toDate(value: unknown): Date | null {

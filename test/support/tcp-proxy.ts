@@ -1,4 +1,5 @@
-import { createConnection, createServer, Server, Socket } from 'node:net';
+import { createServer, Server, Socket } from 'node:net';
+import { connectUpstream, proxiedUrl, serverOf } from './proxied-connection';
 
 /**
  * A TCP proxy a test owns, to simulate an outage of a shared service without disturbing other
@@ -26,6 +27,12 @@ export class TcpProxy {
     return proxy;
   }
 
+  /** A proxy to the server `url` names (the broker's `AMQP_URL`, say); `rewrite(url)` is the way through it. */
+  static inFrontOf(url: string): Promise<TcpProxy> {
+    const { host, port } = serverOf(url);
+    return TcpProxy.start(host, port);
+  }
+
   /** Sockets open on either side (two per forwarded connection, one per swallowed one): a closed connection leaves. */
   get openSockets(): number {
     return this.sockets.size;
@@ -43,10 +50,7 @@ export class TcpProxy {
 
   /** The proxied URL: `url` with its host and port replaced by the proxy's. */
   rewrite(url: string): string {
-    const parsed = new URL(url);
-    parsed.hostname = '127.0.0.1';
-    parsed.port = String(this.port);
-    return parsed.toString();
+    return proxiedUrl(url, this.port);
   }
 
   cut(): void {
@@ -97,19 +101,9 @@ export class TcpProxy {
       client.on('close', () => this.sockets.delete(client));
       return;
     }
-    const upstream = createConnection({ host, port });
-    for (const [a, b] of [
-      [client, upstream],
-      [upstream, client],
-    ] as const) {
-      this.sockets.add(a);
-      a.on('error', () => b.destroy());
-      a.on('close', () => {
-        this.sockets.delete(a);
-        b.destroy();
-      });
-      a.pipe(b);
-    }
+    const upstream = connectUpstream(client, host, port, this.sockets);
+    client.pipe(upstream);
+    upstream.pipe(client);
   }
 }
 
