@@ -1,12 +1,13 @@
 import { DataSource } from 'typeorm';
 import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration, OUTBOX_MIGRATIONS } from '../../lib';
-import { describeOn, freshSchema, sql } from '../support/database';
+import { describeOn, freshSchema, namespaced, sql } from '../support/database';
 import { POSTGRES_URL } from '../support/environment';
 import { createTestApp } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor } from '../support/wait';
 
-const MIGRATED = 'it_schema_migrated';
-const SYNCHRONIZED = 'it_schema_synchronized';
+// Named with TEST_NAMESPACE_PREFIX, as createTestApp({ schema }) names the schema it opens.
+const MIGRATED = namespaced('it_schema_migrated');
+const SYNCHRONIZED = namespaced('it_schema_synchronized');
 
 async function migrate(schema: string, migrations: Function[]): Promise<void> {
   const dataSource = new DataSource({ type: 'postgres', url: POSTGRES_URL, schema, migrations });
@@ -89,7 +90,7 @@ describeOn(['postgres'], 'Table migrations (PostgreSQL: compares information_sch
   });
 
   it('claims through a claim index, not the primary key, with statistics taken while the backlog was all claimable', async () => {
-    const schema = 'it_schema_stale_stats';
+    const schema = namespaced('it_schema_stale_stats');
     await freshSchema(schema);
     await migrate(schema, OUTBOX_MIGRATIONS);
     const table = `"${schema}".outbox_message`;

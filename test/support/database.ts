@@ -74,7 +74,7 @@ export function describeOn(kinds: DatabaseKind[], title: string, body: () => voi
  * The test file's namespace with `TEST_NAMESPACE_PREFIX` in front (once: a child process is handed
  * the already-prefixed name), so two checkouts can run their suites on one server at once.
  */
-function namespaced(name: string): string {
+export function namespaced(name: string): string {
   const prefix = process.env.TEST_NAMESPACE_PREFIX ?? '';
   return name.startsWith(prefix) ? name : `${prefix}${name}`;
 }
