@@ -4,7 +4,7 @@ import { OutboxTransactionRolledBackError, ServerTransactionEnding } from '../er
 import { DATABASE_DIALECT, OUTBOX_DATA_SOURCE } from '../naming/injection-tokens';
 import { DatabaseDialect } from './database-dialect';
 import { AfterQueryEvent, TransactionListener, transactionSubscriberOf } from './transaction-subscriber';
-import { TransactionSlot } from './transaction-slot';
+import { depthOf, TransactionSlot } from './transaction-slot';
 
 /**
  * Remembers the transactions that the database server ended by itself while TypeORM still holds
@@ -78,10 +78,4 @@ export class ServerRollbackWatch implements TransactionListener, OnApplicationSh
   private forgetEnded(runner: QueryRunner): void {
     if (!runner.isTransactionActive) this.ended.delete(runner);
   }
-}
-
-/** How many transaction levels `runner` has open; TypeORM keeps it on every query runner but does not declare it. */
-function depthOf(runner: QueryRunner): number | undefined {
-  const depth = (runner as unknown as { transactionDepth?: unknown }).transactionDepth;
-  return typeof depth === 'number' ? depth : undefined;
 }

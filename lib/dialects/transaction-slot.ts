@@ -43,3 +43,12 @@ export class TransactionSlot<T> {
     this.byRunner.delete(runner);
   }
 }
+
+/**
+ * How many transaction levels `runner` has open (1: the transaction, more: savepoints). TypeORM
+ * keeps it on every query runner but does not declare it; undefined where it is missing.
+ */
+export function depthOf(runner: QueryRunner): number | undefined {
+  const depth = (runner as unknown as { transactionDepth?: unknown }).transactionDepth;
+  return typeof depth === 'number' ? depth : undefined;
+}

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { DataSource, EntityManager, QueryRunner, TransactionCommitEvent, TransactionRollbackEvent, TransactionStartEvent } from 'typeorm';
 import { ClaimedMessage, InsertClaim, InsertedClaimedRow } from '../dialects/outbox-dialect';
 import { AfterQueryEvent, TransactionListener, transactionSubscriberOf } from '../dialects/transaction-subscriber';
-import { TransactionSlot } from '../dialects/transaction-slot';
+import { depthOf, TransactionSlot } from '../dialects/transaction-slot';
 import { NewOutboxRow } from '../message/validate-message';
 import { OUTBOX_DATA_SOURCE, OUTBOX_INSTANCE_ID, OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
@@ -282,13 +282,4 @@ export class CommitHandoff implements TransactionListener, OnApplicationShutdown
     }
     for (const [lane, messages] of byLane) lane.handOff(messages, confirmFirst);
   }
-}
-
-/**
- * How many transaction levels `runner` has open (1: the transaction, more: savepoints). TypeORM
- * keeps it on every query runner but does not declare it; undefined where it is missing.
- */
-function depthOf(runner: QueryRunner): number | undefined {
-  const depth = (runner as unknown as { transactionDepth?: unknown }).transactionDepth;
-  return typeof depth === 'number' ? depth : undefined;
 }
