@@ -21,26 +21,41 @@ const DRAIN_TIMEOUT_MS = 120_000;
 const SAME_BROKER_WORK: LeanRelayCosts = { topic: true, mandatory: true };
 
 /** Each row: the lean relay with one of the library's costs added (or the library itself). */
-const ROWS: { name: string; costs?: LeanRelayCosts }[] = [
-  { name: 'lean relay (default exchange → durable queue, batch 250, window 2,000)', costs: {} },
-  { name: '+ topic exchange', costs: { topic: true } },
-  { name: '+ mandatory', costs: { mandatory: true } },
-  { name: "+ the library's headers (type, contentType, attempt, published-at)", costs: { headers: true } },
-  { name: '+ unique message-id index', costs: { messageIdIndex: true } },
-  { name: '+ unique (bizKey, type) index, every row with a bizKey', costs: { bizKeyIndex: true } },
-  { name: '+ lane index (transport leads the claim index)', costs: { laneIndex: true } },
-  { name: '+ claim token (claim writes it, settle checks it)', costs: { claimToken: true } },
-  { name: '+ the extra columns (and claim/settle times)', costs: { extraColumns: true } },
-  { name: 'batch 500, window 2,000 (4 loops, the library default)', costs: { batch: 500 } },
-  { name: 'batch 100, window 2,000', costs: { batch: 100 } },
-  { name: 'batch 250, window 1,000', costs: { window: 1_000 } },
-  { name: 'lean + topic + mandatory (the same broker work as the library)', costs: SAME_BROKER_WORK },
+const ROWS: { key: string; name: string; costs?: LeanRelayCosts }[] = [
+  { key: 'lean', name: 'lean relay (default exchange → durable queue, batch 250, window 2,000)', costs: {} },
+  { key: 'topic', name: '+ topic exchange', costs: { topic: true } },
+  { key: 'mandatory', name: '+ mandatory', costs: { mandatory: true } },
+  { key: 'headers', name: "+ the library's headers (type, contentType, attempt, published-at)", costs: { headers: true } },
+  { key: 'properties', name: '+ type and contentType only', costs: { headers: 'properties' } },
+  { key: 'attempt-header', name: '+ type, contentType and the attempt header', costs: { headers: 'attempt' } },
+  { key: 'published-at-header', name: '+ type, contentType and the published-at header', costs: { headers: 'published-at' } },
+  { key: 'message-id-index', name: '+ unique message-id index', costs: { messageIdIndex: true } },
+  { key: 'bizkey-index', name: '+ unique (bizKey, type) index, every row with a bizKey', costs: { bizKeyIndex: true } },
+  { key: 'lane-index', name: '+ lane index (transport leads the claim index)', costs: { laneIndex: true } },
+  { key: 'claim-token', name: '+ claim token (claim writes it, settle checks it)', costs: { claimToken: true } },
+  { key: 'extra-columns', name: '+ the extra columns (and claim/settle times)', costs: { extraColumns: true } },
+  { key: 'batch-500', name: 'batch 500, window 2,000 (4 loops, the library default)', costs: { batch: 500 } },
+  { key: 'batch-100', name: 'batch 100, window 2,000', costs: { batch: 100 } },
+  { key: 'window-1000', name: 'batch 250, window 1,000', costs: { window: 1_000 } },
+  { key: 'same-broker-work', name: 'lean + topic + mandatory (the same broker work as the library)', costs: SAME_BROKER_WORK },
   {
+    key: 'all',
     name: 'lean + all of the above (batch 500 × 4)',
     costs: { ...SAME_BROKER_WORK, headers: true, messageIdIndex: true, bizKeyIndex: true, laneIndex: true, claimToken: true, extraColumns: true, batch: 500 },
   },
-  { name: 'library, defaults (1 dispatcher process)' },
+  { key: 'library', name: 'library, defaults (1 dispatcher process)' },
 ];
+
+/** `BENCH_PRICE_LIST_ROWS=lean,same-broker-work,library`: only the rows of those keys, in the list's order. */
+const SELECTED_ROWS = selectedRows(process.env.BENCH_PRICE_LIST_ROWS);
+
+function selectedRows(keys: string | undefined): typeof ROWS {
+  if (!keys) return ROWS;
+  const wanted = keys.split(',').map((key) => key.trim());
+  const unknown = wanted.filter((key) => !ROWS.some((row) => row.key === key));
+  if (unknown.length > 0) throw new Error(`BENCH_PRICE_LIST_ROWS: no row ${unknown.join(', ')}; the rows are ${ROWS.map((row) => row.key).join(', ')}`);
+  return ROWS.filter((row) => wanted.includes(row.key));
+}
 
 export interface PriceRow {
   database: string;
@@ -76,36 +91,38 @@ export async function benchPriceList(): Promise<PriceRow[]> {
         database: CpuMeter.ofCommand(SERVER_COMMANDS[kind as keyof typeof SERVER_COMMANDS]),
         broker: CpuMeter.ofCommand(SERVER_COMMANDS.rabbitmq),
       };
-      const measured: { name: string; result: Measured }[] = [];
-      for (const row of ROWS) {
+      const measured: { key: string; name: string; result: Measured }[] = [];
+      for (const row of SELECTED_ROWS) {
         const results: Measured[] = [];
         for (let run = 0; run < RUNS; run++) {
           results.push(
             row.costs ? await leanDrain(database, row.costs, queue, meters) : await libraryDrain(testDatabase(LIBRARY_NAMESPACE, kind), queue, meters),
           );
         }
-        measured.push({ name: row.name, result: median(results) });
+        measured.push({ key: row.key, name: row.name, result: median(results) });
         console.log(`price-list ${kind}: ${row.name}: ${Math.round(median(results).rate)} msg/s`);
       }
-      const lean = measured[0].result.rate;
-      const sameBrokerWork = measured.find((m) => m.name.startsWith('lean + topic + mandatory'))!.result;
+      const lean = measured.find((m) => m.key === 'lean')?.result.rate;
       for (const { name, result } of measured) {
         rows.push({
           database: databaseLabel(kind),
           variant: name,
           messagesPerSecond: Math.round(result.rate).toLocaleString('en-US'),
-          ofLean: (result.rate / lean).toFixed(2),
+          ofLean: lean === undefined ? '–' : (result.rate / lean).toFixed(2),
           cpuPerMessage: `${micros(result.sender)} / ${micros(result.database)} / ${micros(result.broker)} µs`,
         });
       }
-      const library = measured[measured.length - 1].result;
-      rows.push({
-        database: databaseLabel(kind),
-        variant: '**library ÷ lean with the same broker work**',
-        messagesPerSecond: (library.rate / sameBrokerWork.rate).toFixed(2),
-        ofLean: '–',
-        cpuPerMessage: `database CPU ${ratio(library.database, sameBrokerWork.database)}×, sender ${ratio(library.sender, sameBrokerWork.sender)}×, broker ${ratio(library.broker, sameBrokerWork.broker)}×`,
-      });
+      const sameBrokerWork = measured.find((m) => m.key === 'same-broker-work')?.result;
+      const library = measured.find((m) => m.key === 'library')?.result;
+      if (sameBrokerWork && library) {
+        rows.push({
+          database: databaseLabel(kind),
+          variant: '**library ÷ lean with the same broker work**',
+          messagesPerSecond: (library.rate / sameBrokerWork.rate).toFixed(2),
+          ofLean: '–',
+          cpuPerMessage: `database CPU ${ratio(library.database, sameBrokerWork.database)}×, sender ${ratio(library.sender, sameBrokerWork.sender)}×, broker ${ratio(library.broker, sameBrokerWork.broker)}×`,
+        });
+      }
     }
   } finally {
     await queue.close();

@@ -13,8 +13,11 @@ export interface LeanRelayCosts extends LeanTableCosts {
   topic?: boolean;
   /** With the AMQP `mandatory` flag. */
   mandatory?: boolean;
-  /** With what the library adds to each message: `type`, `contentType` and its two delivery headers. */
-  headers?: boolean;
+  /**
+   * With what the library adds to each message: `type`, `contentType` and its two delivery headers
+   * (`true`), or one part of it: the two properties alone, or the properties and one header.
+   */
+  headers?: boolean | 'properties' | 'attempt' | 'published-at';
   /** Rows a claim takes (250 unless given). */
   batch?: number;
   /** Messages in flight at once, unconfirmed or being settled (2,000 unless given): `window / batch` loops. */
@@ -113,11 +116,14 @@ export class LeanRelay {
 
   private publish(row: { message_id: string; payload: string; created_at?: string }): Promise<void> {
     const options: Options.Publish = { messageId: row.message_id, persistent: true, mandatory: this.costs.mandatory ?? false };
-    if (this.costs.headers) {
+    const headers = this.costs.headers;
+    if (headers) {
       options.type = 'bench.price';
       options.contentType = 'application/json';
-      const createdAt = row.created_at ? new Date(row.created_at) : new Date();
-      options.headers = { 'outbox-attempt': 1, 'outbox-published-at': createdAt.toISOString() };
+      const publishedAt = () => (row.created_at ? new Date(row.created_at) : new Date()).toISOString();
+      if (headers === true) options.headers = { 'outbox-attempt': 1, 'outbox-published-at': publishedAt() };
+      else if (headers === 'attempt') options.headers = { 'outbox-attempt': 1 };
+      else if (headers === 'published-at') options.headers = { 'outbox-published-at': publishedAt() };
     }
     const [exchange, routingKey] = this.costs.topic ? [this.destination.exchange, 'bench.price'] : ['', this.destination.queue];
     return new Promise<void>((resolve, reject) =>
