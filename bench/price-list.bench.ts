@@ -21,7 +21,17 @@ const DRAIN_TIMEOUT_MS = 120_000;
 const SAME_BROKER_WORK: LeanRelayCosts = { topic: true, mandatory: true };
 
 /** Each row: the lean relay with one of the library's costs added (or the library itself). */
-const ROWS: { key: string; name: string; costs?: LeanRelayCosts }[] = [
+/** One row of the list: the lean relay with `costs`, or the library with `options` over its defaults. */
+interface PriceListRow {
+  key: string;
+  name: string;
+  costs?: LeanRelayCosts;
+  options?: LibraryOptions;
+}
+
+type LibraryOptions = NonNullable<Parameters<typeof ChildApp.start>[1]['outbox']>;
+
+const ROWS: PriceListRow[] = [
   { key: 'lean', name: 'lean relay (default exchange → durable queue, batch 250, window 2,000)', costs: {} },
   { key: 'topic', name: '+ topic exchange', costs: { topic: true } },
   { key: 'mandatory', name: '+ mandatory', costs: { mandatory: true } },
@@ -43,14 +53,21 @@ const ROWS: { key: string; name: string; costs?: LeanRelayCosts }[] = [
     name: 'lean + all of the above (batch 500 × 4)',
     costs: { ...SAME_BROKER_WORK, headers: true, messageIdIndex: true, bizKeyIndex: true, laneIndex: true, claimToken: true, extraColumns: true, batch: 500 },
   },
-  { key: 'library', name: 'library, defaults (1 dispatcher process)' },
+  { key: 'library', name: 'library, defaults (1 dispatcher process)', options: {} },
+  // The library's own batch and window curve: its defaults (batch 500 × 4 loops) against the neighbours.
+  { key: 'library-250x8', name: 'library, batchSize 250, dispatchConcurrency 8 (window 2,000)', options: { batchSize: 250, dispatchConcurrency: 8 } },
+  { key: 'library-1000x2', name: 'library, batchSize 1,000, dispatchConcurrency 2 (window 2,000)', options: { batchSize: 1_000, dispatchConcurrency: 2 } },
+  { key: 'library-250x4', name: 'library, batchSize 250, dispatchConcurrency 4 (window 1,000)', options: { batchSize: 250, dispatchConcurrency: 4 } },
+  { key: 'library-500x8', name: 'library, batchSize 500, dispatchConcurrency 8 (window 4,000)', options: { batchSize: 500, dispatchConcurrency: 8 } },
 ];
 
+/** The library's batch and window curve: left out of the list unless named in `BENCH_PRICE_LIST_ROWS`. */
+const CURVE_ROWS = ['library-250x8', 'library-1000x2', 'library-250x4', 'library-500x8'];
 /** `BENCH_PRICE_LIST_ROWS=lean,same-broker-work,library`: only the rows of those keys, in the list's order. */
 const SELECTED_ROWS = selectedRows(process.env.BENCH_PRICE_LIST_ROWS);
 
 function selectedRows(keys: string | undefined): typeof ROWS {
-  if (!keys) return ROWS;
+  if (!keys) return ROWS.filter((row) => !CURVE_ROWS.includes(row.key));
   const wanted = keys.split(',').map((key) => key.trim());
   const unknown = wanted.filter((key) => !ROWS.some((row) => row.key === key));
   if (unknown.length > 0) throw new Error(`BENCH_PRICE_LIST_ROWS: no row ${unknown.join(', ')}; the rows are ${ROWS.map((row) => row.key).join(', ')}`);
@@ -96,7 +113,9 @@ export async function benchPriceList(): Promise<PriceRow[]> {
         const results: Measured[] = [];
         for (let run = 0; run < RUNS; run++) {
           results.push(
-            row.costs ? await leanDrain(database, row.costs, queue, meters) : await libraryDrain(testDatabase(LIBRARY_NAMESPACE, kind), queue, meters),
+            row.costs
+              ? await leanDrain(database, row.costs, queue, meters)
+              : await libraryDrain(testDatabase(LIBRARY_NAMESPACE, kind), row.options ?? {}, queue, meters),
           );
         }
         measured.push({ key: row.key, name: row.name, result: median(results) });
@@ -159,10 +178,10 @@ async function leanDrain(database: TestDatabase, costs: LeanRelayCosts, queue: B
   }
 }
 
-async function libraryDrain(database: TestDatabase, queue: BenchQueue, meters: Meters): Promise<Measured> {
+async function libraryDrain(database: TestDatabase, options: LibraryOptions, queue: BenchQueue, meters: Meters): Promise<Measured> {
   await database.reset();
   const backlog = await openOutboxBacklog(database, 'bench-price-list');
-  const child = await ChildApp.start('bench-price-list-1', { database, outbox: {} });
+  const child = await ChildApp.start('bench-price-list-1', { database, outbox: options });
   try {
     await backlog.seed(DESTINATION.exchange, WARM_UP);
     while (await backlog.busy()) await new Promise((resolve) => setTimeout(resolve, 20));
