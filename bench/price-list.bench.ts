@@ -20,6 +20,18 @@ const DRAIN_TIMEOUT_MS = 120_000;
 /** The same broker work as the library's: a topic exchange, `mandatory`. */
 const SAME_BROKER_WORK: LeanRelayCosts = { topic: true, mandatory: true };
 
+/** Every cost of the list but the state indexes, at the library's batch and window. */
+const ALL_COSTS: LeanRelayCosts = {
+  ...SAME_BROKER_WORK,
+  headers: true,
+  messageIdIndex: true,
+  bizKeyIndex: true,
+  laneIndex: true,
+  claimToken: true,
+  extraColumns: true,
+  batch: 500,
+};
+
 /** Each row: the lean relay with one of the library's costs added (or the library itself). */
 const ROWS: { key: string; name: string; costs?: LeanRelayCosts }[] = [
   { key: 'lean', name: 'lean relay (default exchange → durable queue, batch 250, window 2,000)', costs: {} },
@@ -34,6 +46,7 @@ const ROWS: { key: string; name: string; costs?: LeanRelayCosts }[] = [
   { key: 'lane-index', name: '+ lane index (transport leads the claim index)', costs: { laneIndex: true } },
   { key: 'claim-token', name: '+ claim token (claim writes it, settle checks it)', costs: { claimToken: true } },
   { key: 'extra-columns', name: '+ the extra columns (and claim/settle times)', costs: { extraColumns: true } },
+  { key: 'state-indexes', name: '+ the extra columns with the processing and ordering indexes', costs: { extraColumns: true, stateIndexes: true } },
   { key: 'batch-500', name: 'batch 500, window 2,000 (4 loops, the library default)', costs: { batch: 500 } },
   { key: 'batch-100', name: 'batch 100, window 2,000', costs: { batch: 100 } },
   { key: 'window-1000', name: 'batch 250, window 1,000', costs: { window: 1_000 } },
@@ -41,8 +54,11 @@ const ROWS: { key: string; name: string; costs?: LeanRelayCosts }[] = [
   {
     key: 'all',
     name: 'lean + all of the above (batch 500 × 4)',
-    costs: { ...SAME_BROKER_WORK, headers: true, messageIdIndex: true, bizKeyIndex: true, laneIndex: true, claimToken: true, extraColumns: true, batch: 500 },
+    costs: ALL_COSTS,
   },
+  { key: 'all-state-indexes', name: 'lean + all of the above + the processing and ordering indexes', costs: { ...ALL_COSTS, stateIndexes: true } },
+  { key: 'all-processing-index', name: 'lean + all of the above + the processing index', costs: { ...ALL_COSTS, stateIndexes: 'processing' } },
+  { key: 'all-ordering-index', name: 'lean + all of the above + the ordering index', costs: { ...ALL_COSTS, stateIndexes: 'ordering' } },
   { key: 'library', name: 'library, defaults (1 dispatcher process)' },
 ];
 
