@@ -20,7 +20,18 @@ const DRAIN_TIMEOUT_MS = 120_000;
 /** The same broker work as the library's: a topic exchange, `mandatory`. */
 const SAME_BROKER_WORK: LeanRelayCosts = { topic: true, mandatory: true };
 
-/** Each row: the lean relay with one of the library's costs added (or the library itself). */
+/** Every cost of the list but the state indexes, at the library's batch and window. */
+const ALL_COSTS: LeanRelayCosts = {
+  ...SAME_BROKER_WORK,
+  headers: true,
+  messageIdIndex: true,
+  bizKeyIndex: true,
+  laneIndex: true,
+  claimToken: true,
+  extraColumns: true,
+  batch: 500,
+};
+
 /** One row of the list: the lean relay with `costs`, or the library with `options` over its defaults. */
 interface PriceListRow {
   key: string;
@@ -44,6 +55,7 @@ const ROWS: PriceListRow[] = [
   { key: 'lane-index', name: '+ lane index (transport leads the claim index)', costs: { laneIndex: true } },
   { key: 'claim-token', name: '+ claim token (claim writes it, settle checks it)', costs: { claimToken: true } },
   { key: 'extra-columns', name: '+ the extra columns (and claim/settle times)', costs: { extraColumns: true } },
+  { key: 'state-indexes', name: '+ the extra columns with the processing and ordering indexes', costs: { extraColumns: true, stateIndexes: true } },
   { key: 'batch-500', name: 'batch 500, window 2,000 (4 loops, the library default)', costs: { batch: 500 } },
   { key: 'batch-100', name: 'batch 100, window 2,000', costs: { batch: 100 } },
   { key: 'window-1000', name: 'batch 250, window 1,000', costs: { window: 1_000 } },
@@ -51,8 +63,11 @@ const ROWS: PriceListRow[] = [
   {
     key: 'all',
     name: 'lean + all of the above (batch 500 × 4)',
-    costs: { ...SAME_BROKER_WORK, headers: true, messageIdIndex: true, bizKeyIndex: true, laneIndex: true, claimToken: true, extraColumns: true, batch: 500 },
+    costs: ALL_COSTS,
   },
+  { key: 'all-state-indexes', name: 'lean + all of the above + the processing and ordering indexes', costs: { ...ALL_COSTS, stateIndexes: true } },
+  { key: 'all-processing-index', name: 'lean + all of the above + the processing index', costs: { ...ALL_COSTS, stateIndexes: 'processing' } },
+  { key: 'all-ordering-index', name: 'lean + all of the above + the ordering index', costs: { ...ALL_COSTS, stateIndexes: 'ordering' } },
   { key: 'library', name: 'library, defaults (1 dispatcher process)', options: {} },
   // The library's own batch and window curve: its defaults (batch 500 × 4 loops) against the neighbours.
   { key: 'library-250x8', name: 'library, batchSize 250, dispatchConcurrency 8 (window 2,000)', options: { batchSize: 250, dispatchConcurrency: 8 } },

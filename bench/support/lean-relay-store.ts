@@ -21,6 +21,12 @@ export interface LeanTableCosts {
   claimToken?: boolean;
   /** The library's other columns (type, keys, destination, headers, attempts, times, claimant), the claim and settle writing its times. */
   extraColumns?: boolean;
+  /**
+   * The library's processing and ordering indexes (`claimed_at` and `ordering_key`, under
+   * `status` where the database has no partial index), which a claim and a settle rewrite;
+   * with `extraColumns` only, whose columns they index. `'processing'` or `'ordering'`: that one alone.
+   */
+  stateIndexes?: boolean | 'processing' | 'ordering';
 }
 
 /** A claimed row, as a lean relay publishes it. */
@@ -45,6 +51,11 @@ export interface LeanStore {
 }
 
 const TABLE = 'lean_outbox';
+
+/** Whether `costs` asks for the library's `index` (see `LeanTableCosts.stateIndexes`). */
+function hasStateIndex(costs: LeanTableCosts, index: 'processing' | 'ordering'): boolean {
+  return !!costs.extraColumns && (costs.stateIndexes === true || costs.stateIndexes === index);
+}
 
 /** Builds the lean table with `costs` in `database`'s namespace and opens a store on it with `connections` connections. */
 export async function openLeanStore(database: TestDatabase, costs: LeanTableCosts, connections: number): Promise<LeanStore> {
@@ -104,6 +115,10 @@ class PostgresLeanStore implements LeanStore {
     await pool.query(`CREATE INDEX ON ${table} (${costs.laneIndex ? 'transport, ' : ''}id) WHERE status = 'PENDING'`);
     if (costs.messageIdIndex) await pool.query(`CREATE UNIQUE INDEX ON ${table} (message_id)`);
     if (costs.bizKeyIndex) await pool.query(`CREATE UNIQUE INDEX ON ${table} (biz_key, message_type) WHERE biz_key IS NOT NULL`);
+    if (hasStateIndex(costs, 'processing')) await pool.query(`CREATE INDEX ON ${table} (claimed_at) WHERE status = 'PROCESSING'`);
+    if (hasStateIndex(costs, 'ordering')) {
+      await pool.query(`CREATE INDEX ON ${table} (ordering_key, id) WHERE status IN ('PENDING', 'PROCESSING', 'FAILED', 'MANUAL_REQUIRED')`);
+    }
     return new PostgresLeanStore(pool, table, costs);
   }
 
@@ -221,6 +236,8 @@ class MysqlLeanStore implements LeanStore {
       `KEY claimable (${costs.laneIndex ? 'transport, ' : ''}status, id)`,
       ...(costs.messageIdIndex ? ['UNIQUE KEY message_id (message_id)'] : []),
       ...(costs.bizKeyIndex ? ['UNIQUE KEY type_biz_key (biz_key, message_type)'] : []),
+      ...(hasStateIndex(costs, 'processing') ? ['KEY processing (status, claimed_at)'] : []),
+      ...(hasStateIndex(costs, 'ordering') ? ['KEY ordering (ordering_key, status, id)'] : []),
     ];
     await pool.query(`DROP TABLE IF EXISTS ${table}`);
     await pool.query(`CREATE TABLE ${table} (${columns.join(', ')}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);

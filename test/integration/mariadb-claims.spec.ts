@@ -182,6 +182,24 @@ describeOnMysql(`${SERVER.name} outbox dialect`, () => {
       expect(again.claimToken).not.toBe(first.claimToken);
     });
 
+    it('claims the oldest due rows across PENDING and FAILED, and leaves the others claimable', async () => {
+      const rows = [outboxRow(), outboxRow(), outboxRow(), outboxRow()];
+      await publish(tables, ...rows);
+      const [first, , third] = await claim();
+      const retried = [first, third].map((claimed) => failure(claimed, FAILED, 0));
+      expect(await tables.outbox.settleFailed(tables.dataSource, retried)).toBe(2);
+      // Rows 0 and 2 FAILED, due now; rows 1 and 3 given back PENDING.
+      await tables.outbox.releaseClaim(tables.dataSource, first.claimToken);
+      await makeDue();
+
+      const oldest = await claim(3);
+      expect(oldest.map((c) => c.messageId)).toEqual(rows.slice(0, 3).map((row) => row.messageId));
+      expect(oldest.map((c) => c.attempts)).toEqual([1, 0, 1]);
+      expect(new Set(oldest.map((c) => c.claimToken)).size).toBe(1);
+      expect((await stateOf(rows[3].messageId)).status).toBe(PENDING);
+      expect((await claim()).map((c) => c.messageId)).toEqual([rows[3].messageId]);
+    });
+
     it('settles a mixed batch in one statement per outcome, each row by its own token', async () => {
       await publishMany(tables, 6);
       const a = await claim(3);

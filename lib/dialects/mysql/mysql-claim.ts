@@ -9,13 +9,16 @@ export interface ClaimTarget {
   scope: 'consumer' | null;
   /** An extra condition on candidate rows aliased `c` (the inbox's consumers), and its parameters. */
   filter?: { sql: string; params: unknown[] };
-  /** The select list read back from the claimed rows. */
+  /**
+   * The select list of a claimed row, its columns unqualified (they name the candidate row `c`
+   * where the claim reads its rows as it locks them). Not the claim token: the claim knows it.
+   */
   columns: string;
 }
 
 /**
- * How a batch of due rows becomes PROCESSING under one claim token. Claimed rows are read back
- * afterwards: MySQL has no `UPDATE ... RETURNING`.
+ * How a batch of due rows becomes PROCESSING under one claim token. MySQL has no
+ * `UPDATE ... RETURNING`: the rows are read as they are locked, or read back afterwards.
  */
 export interface MysqlClaimStrategy {
   /** For the dialect's description. */
@@ -25,20 +28,28 @@ export interface MysqlClaimStrategy {
 }
 
 /**
- * The ids of up to `limit` claimable rows, oldest first, with `locking` (a locking clause, or '')
- * applied to each claimable status's branch. Each branch is an equality on status, so it walks
- * the claim index `(status, id, next_attempt_at)` in id order and stops after `limit` rows; a
- * single `status IN (...) ORDER BY id` would sort the whole backlog, and lock all of it.
+ * The oldest `limit` claimable rows of one status, with `select` and `locking` (a locking
+ * clause, or ''). An equality on status walks the claim index `(status, id, next_attempt_at)` in
+ * id order and stops after `limit` rows; a single `status IN (...) ORDER BY id` would sort the
+ * whole backlog, and lock all of it.
  */
-export function claimCandidates(target: ClaimTarget, limit: number, locking: string): { sql: string; params: unknown[] } {
+export function claimableOfStatus(target: ClaimTarget, status: string, select: string, limit: number, locking: string): { sql: string; params: unknown[] } {
   const filter = target.filter ? ` AND ${target.filter.sql}` : '';
-  const branch = (status: string) => `(SELECT c.id FROM ${target.table.quoted} AS c ${target.table.useClaimIndex}
+  return {
+    sql: `SELECT ${select} FROM ${target.table.quoted} AS c ${target.table.useClaimIndex}
      WHERE c.status = '${status}' AND c.next_attempt_at <= ${NOW}${filter}
        AND ${mysqlOrderingRule(target.table, target.scope)}
-     ORDER BY c.id LIMIT ?${locking ? ` ${locking}` : ''})`;
+     ORDER BY c.id LIMIT ?${locking ? ` ${locking}` : ''}`,
+    params: [...(target.filter?.params ?? []), limit],
+  };
+}
+
+/** The ids of up to `limit` claimable rows, oldest first, read without locks: one branch per claimable status. */
+export function claimCandidates(target: ClaimTarget, limit: number): { sql: string; params: unknown[] } {
+  const branches = CLAIMABLE_STATUSES.map((status) => claimableOfStatus(target, status, 'c.id', limit, ''));
   return {
-    sql: `${CLAIMABLE_STATUSES.map(branch).join('\nUNION ALL\n')}\nORDER BY id LIMIT ?`,
-    params: [...CLAIMABLE_STATUSES.flatMap(() => [...(target.filter?.params ?? []), limit]), limit],
+    sql: `${branches.map((branch) => `(${branch.sql})`).join('\nUNION ALL\n')}\nORDER BY id LIMIT ?`,
+    params: [...branches.flatMap((branch) => branch.params), limit],
   };
 }
 

@@ -24,7 +24,7 @@ export class ConditionalUpdateClaim implements MysqlClaimStrategy {
     const tried: bigint[] = [];
     let claimed = 0;
     for (let round = 0; round < MAX_ROUNDS && claimed < limit; round++) {
-      const candidates = claimCandidates(target, limit - claimed, '');
+      const candidates = claimCandidates(target, limit - claimed);
       const ids = (await execute(dataSource, candidates.sql, candidates.params)).records.map((row) => BigInt(row.id));
       if (ids.length === 0) break;
       tried.push(...ids);

@@ -54,7 +54,7 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     this.claimTarget = {
       table: this.indexed,
       scope: 'consumer',
-      columns: `CAST(id AS CHAR) AS id, claim_token, consumer, message_id, message_type, exchange, routing_key, payload, headers,
+      columns: `CAST(id AS CHAR) AS id, consumer, message_id, message_type, exchange, routing_key, payload, headers,
                 attempts, max_attempts, ordering_key`,
     };
   }
@@ -151,7 +151,12 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     if (consumers.length === 0) return [];
     const target = { ...this.claimTarget, filter: { sql: 'c.consumer IN (?)', params: [consumers] } };
     const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
-    const claimed = await this.readClaim(dataSource, rows, claimToken, (r) => toClaimedInboxMessage(r, { id: r.id }));
+    const claimed = await this.readClaim(dataSource, rows, claimToken, (r) => {
+      const message = toClaimedInboxMessage(r, { id: r.id });
+      // Not selected: every row of the claim is held under its one token.
+      message.claimToken = claimToken;
+      return message;
+    });
     return claimed.sort((a, b) => compareIds(a.id, b.id));
   }
 

@@ -69,7 +69,9 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
   async claim(dataSource: DataSource, limit: number, claimToken: string, claimedBy: string, transport = DEFAULT_TRANSPORT_NAME): Promise<ClaimedMessage[]> {
     const target = outboxLaneClaimTarget(this.indexed, transport);
     const rows = await this.claimStrategy.claim(dataSource, target, limit, claimToken, claimedBy);
-    const claimed = await this.readClaim(dataSource, rows, claimToken, (r) => toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)! }));
+    const claimed = await this.readClaim(dataSource, rows, claimToken, (r) =>
+      toClaimedMessage(r, { id: r.id, createdAt: toDate(r.created_at)!, claimToken, transport }),
+    );
     return claimed.sort((a, b) => compareIds(a.id, b.id));
   }
 
@@ -113,7 +115,7 @@ export function outboxLaneClaimTarget(table: MysqlTable, transport: string): Cla
     table: { ...table, useClaimIndex: forceIndex(outboxIndexNames(table.name).lane) },
     scope: null,
     filter: { sql: 'c.transport = ?', params: [transport] },
-    columns: `CAST(id AS CHAR) AS id, claim_token, message_id, message_type, transport, exchange, routing_key, destination, payload, headers,
+    columns: `CAST(id AS CHAR) AS id, message_id, message_type, exchange, routing_key, destination, payload, headers,
               attempts, max_attempts, ordering_key, biz_key, ${isoTime('created_at', 'created_at')}`,
   };
 }

@@ -114,3 +114,22 @@ export function perRow<T extends ClaimRef>(claims: T[], value: (claim: T) => unk
     params: claims.flatMap((claim) => [sqlId(claim.id), value(claim)]),
   };
 }
+
+/**
+ * The fence of a batch's settle: each row by its own claim's token, as `(claim_token = ? AND id
+ * IN (?))` per token, joined by OR. A batch holds the rows of one claim or of a few (rows of
+ * several batches settled together), so the server compares a row with a few tokens and looks
+ * its id up in a sorted list, where a `claim_token = CASE id ... END` compared it with every row
+ * of the batch. The id lists also give the statement its primary-key ranges.
+ */
+export function claimFence<T extends ClaimRef>(claims: T[]): { sql: string; params: unknown[] } {
+  const idsByToken = new Map<string, bigint[]>();
+  for (const claim of claims) {
+    const ids = idsByToken.get(claim.claimToken);
+    if (ids) ids.push(sqlId(claim.id));
+    else idsByToken.set(claim.claimToken, [sqlId(claim.id)]);
+  }
+  const params: unknown[] = [];
+  for (const [token, ids] of idsByToken) params.push(token, ids);
+  return { sql: Array.from(idsByToken.keys(), () => '(claim_token = ? AND id IN (?))').join(' OR '), params };
+}

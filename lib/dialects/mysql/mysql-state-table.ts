@@ -11,6 +11,7 @@ import { SqlStateTable } from '../sql-state-table';
 import { noPerClaimValues, StateTableFlavour } from '../state-table-flavour';
 import { FINISHED_SQL } from '../status-sql';
 import {
+  claimFence,
   forceIndex,
   isoTime,
   microseconds,
@@ -42,8 +43,8 @@ const MYSQL_FILTER: FilterFlavour = {
 /**
  * MySQL/MariaDB's spelling of the state table: `?` parameters, UTC DATETIME(6) times with
  * microsecond intervals, counts from the driver (no `RETURNING`), index hints where the optimizer
- * chooses wrong (see `MysqlTable`), and batch settles fenced by the batch's one claim token, or
- * through a `CASE id` of the rows' tokens where they differ (no `unnest`).
+ * chooses wrong (see `MysqlTable`), and batch settles fenced by each claim's token and ids
+ * (`claimFence`; no `unnest`).
  */
 function mysqlFlavour(table: MysqlTable): StateTableFlavour {
   return {
@@ -64,17 +65,6 @@ function mysqlFlavour(table: MysqlTable): StateTableFlavour {
     orderingRule: (scope) => mysqlOrderingRule(table, scope),
     laterUnfinishedCount: (scope) => mysqlLaterUnfinishedCount(table, scope),
     updateClaims(claims, values, set) {
-      const oneToken = claims[0].claimToken;
-      if (values.length === 0 && claims.every((claim) => claim.claimToken === oneToken)) {
-        // One claim's rows (a dispatcher's batch always is): the ids and the one token. A `CASE
-        // id` of the batch's tokens costs the server a comparison per row and branch, quadratic
-        // in the batch (docs/performance.md).
-        return {
-          sql: `UPDATE ${table.quoted} ${table.usePrimaryKey} SET ${set({ column: (name) => name, value: noPerClaimValues })}
-       WHERE id IN (?) AND status = '${PROCESSING}' AND claim_token = ?`,
-          params: [claims.map((claim) => sqlId(claim.id)), oneToken],
-        };
-      }
       // Each value's `CASE id` adds its parameters where the SET list places it.
       const params: unknown[] = [];
       const value = (name: string) => {
@@ -82,12 +72,12 @@ function mysqlFlavour(table: MysqlTable): StateTableFlavour {
         params.push(...perClaim.params);
         return perClaim.sql;
       };
-      const assignments = set({ column: (name) => name, value });
-      const token = perRow(claims, (claim) => claim.claimToken);
+      const assignments = set({ column: (name) => name, value: values.length === 0 ? noPerClaimValues : value });
+      const fence = claimFence(claims);
       return {
         sql: `UPDATE ${table.quoted} ${table.usePrimaryKey} SET ${assignments}
-       WHERE id IN (?) AND status = '${PROCESSING}' AND claim_token = ${token.sql}`,
-        params: [...params, claims.map((claim) => sqlId(claim.id)), ...token.params],
+       WHERE status = '${PROCESSING}' AND (${fence.sql})`,
+        params: [...params, ...fence.params],
       };
     },
   };
