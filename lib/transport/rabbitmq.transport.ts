@@ -16,6 +16,7 @@ import { golevelup } from './amqp/golevelup';
 import { IsolationLane } from './amqp/isolation-lane';
 import { MainChannel } from './amqp/main-channel';
 import { PublishOutcomes } from './amqp/publish-outcomes';
+import { SendDeadlines } from './send-deadlines';
 
 /** What a delivery's callback is given when the broker confirmed it (any other value is the error). */
 const SENT = Symbol('sent');
@@ -43,6 +44,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   private readonly outcomes: PublishOutcomes;
   private readonly isolation = new IsolationLane((error) => this.logBrokerClose(error, true));
   private broker?: ServerAddress;
+  private readonly deadlines: SendDeadlines;
 
   /** `messaging.system` of the send spans. */
   readonly messagingSystem = 'rabbitmq';
@@ -58,6 +60,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     // Within the send's own timeout, so that a check that hangs gives the message back unattempted.
     this.exchanges = new ExchangeRegistry(Math.floor(options.sendTimeoutMs / 2));
     this.outcomes = new PublishOutcomes(this.exchanges);
+    this.deadlines = new SendDeadlines(options.sendTimeoutMs);
   }
 
   /**
@@ -99,20 +102,19 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
       return Promise.reject(error);
     }
     const epoch = link.epoch;
-    const timeoutMs = this.options.sendTimeoutMs;
-    // One promise and one timer per send, and no other promise on the usual path: thousands of
-    // sends are in flight, and every promise is garbage to collect.
+    // One promise and one deadline entry per send, and no other promise or timer on the usual
+    // path: thousands of sends are in flight, and every object they keep is garbage to collect.
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const deadline = this.deadlines.start(() => {
         // Not the message's fault when the broker went away or blocked publishers meanwhile.
         reject(
           link.interruptedSince(epoch)
             ? new TransportUnavailableError(`The broker connection was interrupted while message ${message.messageId} waited for its confirm`)
-            : new SendTimeoutError(message.messageId, timeoutMs),
+            : new SendTimeoutError(message.messageId, this.options.sendTimeoutMs),
         );
-      }, timeoutMs);
+      });
       this.deliver(link, message, (error) => {
-        clearTimeout(timer);
+        this.deadlines.end(deadline);
         if (error === SENT) resolve();
         else reject(error);
       });
