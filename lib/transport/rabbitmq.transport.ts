@@ -154,12 +154,17 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
         return done(error);
       }
       if (delivered) done(SENT);
-      else this.deliverInRounds(link, message, publication, 1).then(() => done(SENT), done);
+      // Built again rather than kept from the first round: what waits for a confirm is kept small.
+      else this.deliverInRounds(link, message, undefined, 1).then(() => done(SENT), done);
     });
   }
 
-  /** Publishes until the broker confirms, from round `first` on; each round after a channel closed over other messages. */
-  private async deliverInRounds(link: BrokerLink, message: OutgoingMessage, publication: AmqpPublication, first = 0): Promise<void> {
+  /**
+   * Publishes until the broker confirms, from round `first` on; each round after a channel closed
+   * over other messages. Without `publication`, builds it again.
+   */
+  private async deliverInRounds(link: BrokerLink, message: OutgoingMessage, publication: AmqpPublication | undefined, first = 0): Promise<void> {
+    publication ??= amqpPublicationOf(message, this.options.mandatory);
     for (let round = first; round <= MAX_RESENDS; round++) {
       const connection = link.connection;
       if (!connection) throw new TransportUnavailableError('The broker is disconnected or blocks publishers');
