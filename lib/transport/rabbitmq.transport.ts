@@ -4,6 +4,7 @@ import { ModuleRef } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
 import { ExchangeNotFoundError, OutboxError, SendTimeoutError, TransportUnavailableError } from '../errors';
 import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../message/outbox-transport';
+import { failedSend, SEND_THEN, SendResult, SendsThen, SENT_RESULT } from '../message/send-then';
 import { OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { amqpPublicationOf, unencodable } from './amqp/amqp-publication-of';
@@ -36,7 +37,7 @@ const MAX_RESENDS = 5;
  * `TransportUnavailableError`, which costs no attempt.
  */
 @Injectable()
-export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, OnApplicationShutdown {
+export class RabbitMqOutboxTransport implements OutboxTransport, SendsThen, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RabbitMqOutboxTransport.name);
   private link?: BrokerLink;
   private readonly main = new MainChannel((error) => this.logBrokerClose(error, false));
@@ -95,29 +96,35 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   }
 
   send(message: OutgoingMessage): Promise<void> {
+    return new Promise<void>((resolve, reject) => this[SEND_THEN](message, (result) => (result.status === 'fulfilled' ? resolve() : reject(result.reason))));
+  }
+
+  /**
+   * `send` without a promise of its own, for the dispatcher's batches (see `SEND_THEN`): one
+   * deadline entry per send and no timer or promise on the usual path, since thousands of sends
+   * are in flight and every object they keep is garbage to collect.
+   * @internal
+   */
+  [SEND_THEN](message: OutgoingMessage, settled: (result: SendResult) => void): void {
     let link: BrokerLink;
     try {
       link = this.requireLink();
     } catch (error) {
-      return Promise.reject(error);
+      return settled(failedSend(error));
     }
     const epoch = link.epoch;
-    // One promise and one deadline entry per send, and no other promise or timer on the usual
-    // path: thousands of sends are in flight, and every object they keep is garbage to collect.
-    return new Promise<void>((resolve, reject) => {
-      const deadline = this.deadlines.start(() => {
-        // Not the message's fault when the broker went away or blocked publishers meanwhile.
-        reject(
-          link.interruptedSince(epoch)
-            ? new TransportUnavailableError(`The broker connection was interrupted while message ${message.messageId} waited for its confirm`)
-            : new SendTimeoutError(message.messageId, this.options.sendTimeoutMs),
-        );
-      });
-      this.deliver(link, message, (error) => {
-        this.deadlines.end(deadline);
-        if (error === SENT) resolve();
-        else reject(error);
-      });
+    const deadline = this.deadlines.start(() => {
+      // Not the message's fault when the broker went away or blocked publishers meanwhile.
+      const error = link.interruptedSince(epoch)
+        ? new TransportUnavailableError(`The broker connection was interrupted while message ${message.messageId} waited for its confirm`)
+        : new SendTimeoutError(message.messageId, this.options.sendTimeoutMs);
+      settled(failedSend(error));
+    });
+    this.deliver(link, message, (outcome) => {
+      // Only the sweep clears a deadline still running: the send has timed out and was answered.
+      if (deadline.expire === undefined) return;
+      this.deadlines.end(deadline);
+      settled(outcome === SENT ? SENT_RESULT : failedSend(outcome));
     });
   }
 
