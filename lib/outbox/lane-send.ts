@@ -1,5 +1,6 @@
 import { ClaimedMessage } from '../dialects/outbox-dialect';
 import { OutboxTransport } from '../message/outbox-transport';
+import { failedSend, SEND_THEN, SendResult, sendsThen, SendsThen } from '../message/send-then';
 import { endSpan, spansMayRecord, startSpanFrom, withTraceContext } from '../observability/outbox-tracing';
 import { sendSpanAttributes, sendSpanName } from './send-span';
 
@@ -11,8 +12,36 @@ import { sendSpanAttributes, sendSpanName } from './send-span';
 export function sendBatch(transport: OutboxTransport, lane: string, claimed: ClaimedMessage[], sendMs?: number[]): Promise<PromiseSettledResult<void>[]> {
   // Asked once per batch: without an SDK, nothing is built per message for a span.
   const traced = spansMayRecord();
+  if (!traced && sendsThen(transport)) return sendAllThen(transport, claimed, sendMs);
   const send = (message: ClaimedMessage) => (traced ? sendTraced(transport, lane, message) : sendUntraced(transport, message));
   return Promise.allSettled(claimed.map((message, index) => (sendMs ? timed(() => send(message), sendMs, index) : send(message))));
+}
+
+/**
+ * `sendBatch` through the transport's callback send: one promise for the batch instead of two per
+ * message (its send's and the one `Promise.allSettled` chains to it).
+ */
+function sendAllThen(transport: SendsThen, claimed: ClaimedMessage[], sendMs?: number[]): Promise<SendResult[]> {
+  if (claimed.length === 0) return Promise.resolve([]);
+  return new Promise((resolve) => {
+    const results = new Array<SendResult>(claimed.length);
+    let waiting = claimed.length;
+    claimed.forEach((message, index) => {
+      const started = sendMs ? performance.now() : 0;
+      const settled = (result: SendResult) => {
+        // Once per message, even from a transport that answered and then threw.
+        if (results[index] !== undefined) return;
+        if (sendMs) sendMs[index] = performance.now() - started;
+        results[index] = result;
+        if (--waiting === 0) resolve(results);
+      };
+      try {
+        transport[SEND_THEN](message, settled);
+      } catch (error) {
+        settled(failedSend(error));
+      }
+    });
+  });
 }
 
 /**

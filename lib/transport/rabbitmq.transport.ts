@@ -4,6 +4,7 @@ import { ModuleRef } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
 import { ExchangeNotFoundError, OutboxError, SendTimeoutError, TransportUnavailableError } from '../errors';
 import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../message/outbox-transport';
+import { failedSend, SEND_THEN, SendResult, SendsThen, SENT_RESULT } from '../message/send-then';
 import { OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { amqpPublicationOf, unencodable } from './amqp/amqp-publication-of';
@@ -16,6 +17,7 @@ import { golevelup } from './amqp/golevelup';
 import { IsolationLane } from './amqp/isolation-lane';
 import { MainChannel } from './amqp/main-channel';
 import { PublishOutcomes } from './amqp/publish-outcomes';
+import { SendDeadlines } from './send-deadlines';
 
 /** What a delivery's callback is given when the broker confirmed it (any other value is the error). */
 const SENT = Symbol('sent');
@@ -35,7 +37,7 @@ const MAX_RESENDS = 5;
  * `TransportUnavailableError`, which costs no attempt.
  */
 @Injectable()
-export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, OnApplicationShutdown {
+export class RabbitMqOutboxTransport implements OutboxTransport, SendsThen, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RabbitMqOutboxTransport.name);
   private link?: BrokerLink;
   private readonly main = new MainChannel((error) => this.logBrokerClose(error, false));
@@ -43,6 +45,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   private readonly outcomes: PublishOutcomes;
   private readonly isolation = new IsolationLane((error) => this.logBrokerClose(error, true));
   private broker?: ServerAddress;
+  private readonly deadlines: SendDeadlines;
 
   /** `messaging.system` of the send spans. */
   readonly messagingSystem = 'rabbitmq';
@@ -58,6 +61,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
     // Within the send's own timeout, so that a check that hangs gives the message back unattempted.
     this.exchanges = new ExchangeRegistry(Math.floor(options.sendTimeoutMs / 2));
     this.outcomes = new PublishOutcomes(this.exchanges);
+    this.deadlines = new SendDeadlines(options.sendTimeoutMs);
   }
 
   /**
@@ -92,30 +96,35 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   }
 
   send(message: OutgoingMessage): Promise<void> {
+    return new Promise<void>((resolve, reject) => this[SEND_THEN](message, (result) => (result.status === 'fulfilled' ? resolve() : reject(result.reason))));
+  }
+
+  /**
+   * `send` without a promise of its own, for the dispatcher's batches (see `SEND_THEN`): one
+   * deadline entry per send and no timer or promise on the usual path, since thousands of sends
+   * are in flight and every object they keep is garbage to collect.
+   * @internal
+   */
+  [SEND_THEN](message: OutgoingMessage, settled: (result: SendResult) => void): void {
     let link: BrokerLink;
     try {
       link = this.requireLink();
     } catch (error) {
-      return Promise.reject(error);
+      return settled(failedSend(error));
     }
     const epoch = link.epoch;
-    const timeoutMs = this.options.sendTimeoutMs;
-    // One promise and one timer per send, and no other promise on the usual path: thousands of
-    // sends are in flight, and every promise is garbage to collect.
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        // Not the message's fault when the broker went away or blocked publishers meanwhile.
-        reject(
-          link.interruptedSince(epoch)
-            ? new TransportUnavailableError(`The broker connection was interrupted while message ${message.messageId} waited for its confirm`)
-            : new SendTimeoutError(message.messageId, timeoutMs),
-        );
-      }, timeoutMs);
-      this.deliver(link, message, (error) => {
-        clearTimeout(timer);
-        if (error === SENT) resolve();
-        else reject(error);
-      });
+    const deadline = this.deadlines.start(() => {
+      // Not the message's fault when the broker went away or blocked publishers meanwhile.
+      const error = link.interruptedSince(epoch)
+        ? new TransportUnavailableError(`The broker connection was interrupted while message ${message.messageId} waited for its confirm`)
+        : new SendTimeoutError(message.messageId, this.options.sendTimeoutMs);
+      settled(failedSend(error));
+    });
+    this.deliver(link, message, (outcome) => {
+      // Only the sweep clears a deadline still running: the send has timed out and was answered.
+      if (deadline.expire === undefined) return;
+      this.deadlines.end(deadline);
+      settled(outcome === SENT ? SENT_RESULT : failedSend(outcome));
     });
   }
 
@@ -152,12 +161,17 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
         return done(error);
       }
       if (delivered) done(SENT);
-      else this.deliverInRounds(link, message, publication, 1).then(() => done(SENT), done);
+      // Built again rather than kept from the first round: what waits for a confirm is kept small.
+      else this.deliverInRounds(link, message, undefined, 1).then(() => done(SENT), done);
     });
   }
 
-  /** Publishes until the broker confirms, from round `first` on; each round after a channel closed over other messages. */
-  private async deliverInRounds(link: BrokerLink, message: OutgoingMessage, publication: AmqpPublication, first = 0): Promise<void> {
+  /**
+   * Publishes until the broker confirms, from round `first` on; each round after a channel closed
+   * over other messages. Without `publication`, builds it again.
+   */
+  private async deliverInRounds(link: BrokerLink, message: OutgoingMessage, publication: AmqpPublication | undefined, first = 0): Promise<void> {
+    publication ??= amqpPublicationOf(message, this.options.mandatory);
     for (let round = first; round <= MAX_RESENDS; round++) {
       const connection = link.connection;
       if (!connection) throw new TransportUnavailableError('The broker is disconnected or blocks publishers');

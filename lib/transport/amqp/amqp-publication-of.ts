@@ -58,6 +58,8 @@ function assertEncodable(message: OutgoingMessage, headers: object): void {
 }
 
 function refuseLongShortString(field: string, value: string): void {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: most names are not worth encoding to measure.
+  if (value.length * 3 <= AMQP_SHORT_STRING_MAX_BYTES) return;
   const bytes = Buffer.byteLength(value);
   if (bytes > AMQP_SHORT_STRING_MAX_BYTES) throw new Error(`its ${field} is ${bytes} bytes, more than AMQP's ${AMQP_SHORT_STRING_MAX_BYTES}-byte short string`);
 }

@@ -23,7 +23,13 @@ export type PublishOutcome =
   | { kind: 'unencodable'; error: unknown }
   | { kind: 'closed'; blame: 'culprit' | 'innocent' | 'suspect' | 'none'; error?: BrokerCloseError };
 
+/**
+ * A publication awaiting its confirm: only what its outcome is judged by, not the publication,
+ * whose content and options would otherwise live as long (the usual wait outlives a young
+ * generation's collections, so each would be copied, then promoted).
+ */
 interface Pending {
+  messageId: string;
   exchange: string;
   settled(outcome: PublishOutcome): void;
 }
@@ -115,12 +121,12 @@ export class ConfirmPublisher {
       queueMicrotask(() => settled(CLOSED_INNOCENT));
       return;
     }
-    const entry: Pending = { exchange: publication.exchange, settled };
+    const entry: Pending = { messageId: publication.messageId, exchange: publication.exchange, settled };
     this.pending.add(entry);
     let writable: boolean;
     try {
       writable = this.channel.publish(publication.exchange, publication.routingKey, publication.content, publication.options, (error) =>
-        this.settle(entry, this.outcome(publication, error)),
+        this.settle(entry, this.outcome(entry, error)),
       );
     } catch (error) {
       // Nothing was written, but amqplib had already queued this publication's confirm callback,
@@ -146,7 +152,7 @@ export class ConfirmPublisher {
     await this.channel.close().catch(() => undefined);
   }
 
-  private outcome(publication: AmqpPublication, error: Error | null): PublishOutcome {
+  private outcome(publication: Pending, error: Error | null): PublishOutcome {
     const returned = this.returned.size > 0 && this.takeReturn(publication.messageId);
     if (!error) return returned ? RETURNED : CONFIRMED;
     if (error.message === 'message nacked') return NACKED;
