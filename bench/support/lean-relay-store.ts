@@ -270,7 +270,11 @@ class MysqlLeanStore implements LeanStore {
     }
   }
 
-  async claim(limit: number, token: string): Promise<LeanRow[]> {
+  claim(limit: number, token: string): Promise<LeanRow[]> {
+    return retriedOnDeadlock(() => this.claimOnce(limit, token));
+  }
+
+  private async claimOnce(limit: number, token: string): Promise<LeanRow[]> {
     const connection = await this.pool.getConnection();
     try {
       await connection.beginTransaction();
@@ -309,7 +313,9 @@ class MysqlLeanStore implements LeanStore {
   async settle(ids: string[], token: string): Promise<void> {
     const fence = this.costs.claimToken ? ' AND claim_token = ?' : '';
     const done = this.costs.extraColumns ? ', processed_at = UTC_TIMESTAMP(6)' : '';
-    await this.pool.query(`UPDATE ${this.table} SET status = 'DONE'${done} WHERE id IN (?)${fence}`, this.costs.claimToken ? [ids, token] : [ids]);
+    await retriedOnDeadlock(() =>
+      this.pool.query(`UPDATE ${this.table} SET status = 'DONE'${done} WHERE id IN (?)${fence}`, this.costs.claimToken ? [ids, token] : [ids]),
+    );
   }
 
   async unfinished(): Promise<number> {
@@ -320,5 +326,20 @@ class MysqlLeanStore implements LeanStore {
   async close(): Promise<void> {
     await this.pool.query(`DROP TABLE IF EXISTS ${this.table}`).catch(() => undefined);
     await this.pool.end();
+  }
+}
+
+/**
+ * Runs `statement` again when InnoDB chose it as a deadlock's victim (rolled back whole), as any
+ * relay on MariaDB must: with the processing and ordering indexes, two loops' claims and settles
+ * lock entries of the same secondary indexes in different orders.
+ */
+async function retriedOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await statement();
+    } catch (error) {
+      if ((error as { errno?: number }).errno !== 1213 || attempt >= 10) throw error;
+    }
   }
 }
