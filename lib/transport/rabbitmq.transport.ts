@@ -4,7 +4,7 @@ import { ModuleRef } from '@nestjs/core';
 import type { ChannelModel } from 'amqplib';
 import { ExchangeNotFoundError, OutboxError, SendTimeoutError, TransportUnavailableError } from '../errors';
 import { AddressProblem, MessageAddress, OutboxTransport, OutgoingMessage, ServerAddress } from '../message/outbox-transport';
-import { failedSend, SEND_THEN, SendResult, SendsThen, SENT_RESULT } from '../message/send-then';
+import { failedSend, SEND_THEN, SendResult, SENT_RESULT } from '../message/send-then';
 import { OUTBOX_OPTIONS } from '../naming/injection-tokens';
 import { OutboxModuleOptions } from '../options/outbox-module-options';
 import { amqpPublicationOf, unencodable } from './amqp/amqp-publication-of';
@@ -37,7 +37,7 @@ const MAX_RESENDS = 5;
  * `TransportUnavailableError`, which costs no attempt.
  */
 @Injectable()
-export class RabbitMqOutboxTransport implements OutboxTransport, SendsThen, OnModuleInit, OnApplicationShutdown {
+export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(RabbitMqOutboxTransport.name);
   private link?: BrokerLink;
   private readonly main = new MainChannel((error) => this.logBrokerClose(error, false));
@@ -102,7 +102,8 @@ export class RabbitMqOutboxTransport implements OutboxTransport, SendsThen, OnMo
   /**
    * `send` without a promise of its own, for the dispatcher's batches (see `SEND_THEN`): one
    * deadline entry per send and no timer or promise on the usual path, since thousands of sends
-   * are in flight and every object they keep is garbage to collect.
+   * are in flight and every object they keep is garbage to collect. The class does not declare
+   * `SendsThen`: an internal contract stays out of its public type (`sendsThen()` finds it).
    * @internal
    */
   [SEND_THEN](message: OutgoingMessage, settled: (result: SendResult) => void): void {
