@@ -138,7 +138,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, SendsThen, OnMo
   private deliver(link: BrokerLink, message: OutgoingMessage, done: (outcome: unknown) => void): void {
     let publication: AmqpPublication;
     try {
-      publication = amqpPublicationOf(message, this.options.mandatory);
+      publication = amqpPublicationOf(message, this.options);
     } catch (error) {
       return done(error);
     }
@@ -171,7 +171,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, SendsThen, OnMo
    * over other messages. Without `publication`, builds it again.
    */
   private async deliverInRounds(link: BrokerLink, message: OutgoingMessage, publication: AmqpPublication | undefined, first = 0): Promise<void> {
-    publication ??= amqpPublicationOf(message, this.options.mandatory);
+    publication ??= amqpPublicationOf(message, this.options);
     for (let round = first; round <= MAX_RESENDS; round++) {
       const connection = link.connection;
       if (!connection) throw new TransportUnavailableError('The broker is disconnected or blocks publishers');
