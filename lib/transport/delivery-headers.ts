@@ -17,3 +17,24 @@ export function deliveryHeaders(message: Pick<OutgoingMessage, 'attempts' | 'cre
 } {
   return { [ATTEMPT_HEADER]: message.attempts + 1, [PUBLISHED_AT_HEADER]: message.createdAt.toISOString() };
 }
+
+/**
+ * The headers a delivery of `message` carries: its own, with the delivery headers over them when
+ * `withDeliveryHeaders` (the `deliveryHeaders` option). Undefined when that leaves none.
+ */
+export function headersToSend(
+  message: Pick<OutgoingMessage, 'attempts' | 'createdAt' | 'headers'>,
+  withDeliveryHeaders: boolean,
+): Record<string, unknown> | undefined {
+  const own = hasHeaders(message.headers) ? message.headers : undefined;
+  if (!withDeliveryHeaders) return own;
+  const delivery = deliveryHeaders(message);
+  // Most messages have no headers of their own: one object per send instead of two.
+  return own ? { ...own, ...delivery } : delivery;
+}
+
+/** Whether `headers` has a field amqplib would encode: for…in, as amqplib iterates. */
+export function hasHeaders(headers: object | null | undefined): headers is Record<string, unknown> {
+  for (const _name in headers) return true;
+  return false;
+}

@@ -139,7 +139,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
   private deliver(link: BrokerLink, message: OutgoingMessage, done: (outcome: unknown) => void): void {
     let publication: AmqpPublication;
     try {
-      publication = amqpPublicationOf(message, this.options.mandatory);
+      publication = amqpPublicationOf(message, this.options);
     } catch (error) {
       return done(error);
     }
@@ -172,7 +172,7 @@ export class RabbitMqOutboxTransport implements OutboxTransport, OnModuleInit, O
    * over other messages. Without `publication`, builds it again.
    */
   private async deliverInRounds(link: BrokerLink, message: OutgoingMessage, publication: AmqpPublication | undefined, first = 0): Promise<void> {
-    publication ??= amqpPublicationOf(message, this.options.mandatory);
+    publication ??= amqpPublicationOf(message, this.options);
     for (let round = first; round <= MAX_RESENDS; round++) {
       const connection = link.connection;
       if (!connection) throw new TransportUnavailableError('The broker is disconnected or blocks publishers');

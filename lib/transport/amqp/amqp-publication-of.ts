@@ -3,15 +3,23 @@ import { encodedHeaderTableSize } from '../../message/amqp-header-table';
 import { AMQP_SHORT_STRING_MAX_BYTES } from '../../message/message-limits';
 import { refuseLineBreaks } from '../../message/message-text';
 import { OutgoingMessage } from '../../message/outbox-transport';
-import { deliveryHeaders } from '../delivery-headers';
+import { hasHeaders, headersToSend } from '../delivery-headers';
 import { AmqpPublication } from './confirm-publisher';
+
+/** What the module's options say about each publication. */
+export interface AmqpPublicationOptions {
+  /** The AMQP `mandatory` flag. */
+  mandatory: boolean;
+  /** The delivery headers over the message's own (`deliveryHeaders`). */
+  deliveryHeaders: boolean;
+}
 
 /**
  * The publication of `message` over AMQP: persistent, `messageId` and `type` set, JSON content,
- * the delivery headers over the message's own, `mandatory` as the module's options say. Throws a
- * `NonRetryableError` when amqplib could not encode it.
+ * the delivery headers over the message's own and `mandatory` as the module's options say. Throws
+ * a `NonRetryableError` when amqplib could not encode it.
  */
-export function amqpPublicationOf(message: OutgoingMessage, mandatory: boolean): AmqpPublication {
+export function amqpPublicationOf(message: OutgoingMessage, { mandatory, deliveryHeaders }: AmqpPublicationOptions): AmqpPublication {
   const publication: AmqpPublication = {
     messageId: message.messageId,
     exchange: message.exchange,
@@ -20,7 +28,7 @@ export function amqpPublicationOf(message: OutgoingMessage, mandatory: boolean):
     options: {
       messageId: message.messageId,
       type: message.type,
-      headers: sentHeaders(message),
+      headers: headersToSend(message, deliveryHeaders),
       contentType: 'application/json',
       persistent: true,
       mandatory,
@@ -43,7 +51,7 @@ export function unencodable(message: OutgoingMessage, error: unknown): NonRetrya
  * Also a name with a line break: RabbitMQ strips CR and LF from the names it declares, so a
  * passive check finds an exchange the publication then misses, again and again.
  */
-function assertEncodable(message: OutgoingMessage, headers: object): void {
+function assertEncodable(message: OutgoingMessage, headers: object | undefined): void {
   try {
     refuseLongShortString('exchange', message.exchange);
     refuseLongShortString('routingKey', message.routingKey);
@@ -51,7 +59,7 @@ function assertEncodable(message: OutgoingMessage, headers: object): void {
     if (message.exchange === '') refuseLineBreaks('routingKey', message.routingKey, 'queue');
     else refuseLineBreaks('exchange', message.exchange, 'exchange');
     // The delivery headers alone are a few dozen bytes: only a message's own need measuring.
-    if (hasHeaders(message.headers)) encodedHeaderTableSize(headers);
+    if (headers && hasHeaders(message.headers)) encodedHeaderTableSize(headers);
   } catch (error) {
     throw unencodable(message, error);
   }
@@ -62,17 +70,4 @@ function refuseLongShortString(field: string, value: string): void {
   if (value.length * 3 <= AMQP_SHORT_STRING_MAX_BYTES) return;
   const bytes = Buffer.byteLength(value);
   if (bytes > AMQP_SHORT_STRING_MAX_BYTES) throw new Error(`its ${field} is ${bytes} bytes, more than AMQP's ${AMQP_SHORT_STRING_MAX_BYTES}-byte short string`);
-}
-
-/** The message's own headers with the delivery headers (attempt number, publish time) over them. */
-function sentHeaders(message: OutgoingMessage): Record<string, unknown> {
-  const delivery = deliveryHeaders(message);
-  // Most messages have no headers of their own: one object per send instead of two.
-  return hasHeaders(message.headers) ? { ...message.headers, ...delivery } : delivery;
-}
-
-/** Whether `headers` has a field amqplib would encode: for…in, as amqplib iterates. */
-function hasHeaders(headers: object | null | undefined): boolean {
-  for (const _name in headers) return true;
-  return false;
 }

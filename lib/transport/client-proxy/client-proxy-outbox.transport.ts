@@ -109,7 +109,7 @@ export class ClientProxyOutboxTransport implements OutboxTransport, OnModuleInit
     if (!client || !connection) throw new TransportUnavailableError('ClientProxyOutboxTransport is not initialised yet');
     if (!connection.available) throw new TransportUnavailableError(`ClientProxy ${this.name} is ${connection.description}: the message waits, unattempted`);
     const pattern = eventPattern(message);
-    const envelope = outboxEnvelope(message);
+    const envelope = outboxEnvelope(message, this.options.deliveryHeaders);
     const deadline = Date.now() + this.timeoutMs;
     try {
       // Connecting first tells an unreachable broker (nothing sent, no attempt spent) from a failed emit.

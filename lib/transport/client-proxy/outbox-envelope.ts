@@ -23,7 +23,7 @@ export interface OutboxEnvelope<T = unknown> {
   type: string;
   /** The payload given to `publish()`, as JSON carries it. */
   payload: T;
-  /** The headers given to `publish()`, with the delivery headers `outbox-attempt` and `outbox-published-at` over them. */
+  /** The headers given to `publish()`, with the delivery headers `outbox-attempt` and `outbox-published-at` over them (unless the `deliveryHeaders` option is off). */
   headers: Record<string, unknown>;
   /** 1 for the first send, 2 for the first retry: a consumer can tell a retry from a first delivery. */
   attempt: number;
@@ -31,8 +31,8 @@ export interface OutboxEnvelope<T = unknown> {
   publishedAt: string;
 }
 
-/** The envelope of one attempt at `message`. */
-export function outboxEnvelope(message: OutgoingMessage): OutboxEnvelope {
+/** The envelope of one attempt at `message`; `withDeliveryHeaders` is the `deliveryHeaders` option. */
+export function outboxEnvelope(message: OutgoingMessage, withDeliveryHeaders = true): OutboxEnvelope {
   let payload: unknown;
   try {
     payload = JSON.parse(message.payload);
@@ -45,7 +45,7 @@ export function outboxEnvelope(message: OutgoingMessage): OutboxEnvelope {
     id: message.messageId,
     type: message.type,
     payload,
-    headers: { ...message.headers, ...delivery },
+    headers: withDeliveryHeaders ? { ...message.headers, ...delivery } : { ...message.headers },
     attempt: delivery[ATTEMPT_HEADER],
     publishedAt: delivery[PUBLISHED_AT_HEADER],
   };

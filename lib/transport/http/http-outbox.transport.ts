@@ -135,10 +135,12 @@ export class HttpOutboxTransport implements OutboxTransport, OnModuleInit, OnApp
       'webhook-id': message.messageId,
       'idempotency-key': message.messageId,
       'webhook-timestamp': String(timestamp),
-      [ATTEMPT_HEADER]: String(message.attempts + 1),
-      [PUBLISHED_AT_HEADER]: message.createdAt.toISOString(),
       ...traceContextHeaders(message.headers),
     };
+    if (this.options.deliveryHeaders) {
+      headers[ATTEMPT_HEADER] = String(message.attempts + 1);
+      headers[PUBLISHED_AT_HEADER] = message.createdAt.toISOString();
+    }
     if (endpoint.secret) headers['webhook-signature'] = signWebhook({ id: message.messageId, timestamp, body: message.payload, secret: endpoint.secret });
     let response: Response;
     let bodyStart: string;
