@@ -28,7 +28,14 @@ export interface SendsThen {
   [SEND_THEN](message: OutgoingMessage, settled: (result: SendResult) => void): void;
 }
 
-/** Whether `transport` offers the callback send. */
+/**
+ * Whether `transport`'s callback send stands for its `send()`: it offers one, and `send()` is the
+ * one written beside it. A subclass that overrides `send()` (to wrap, count or fail sends), or an
+ * instance whose `send` was replaced (a spy), is heard through `send()` instead, as it expects.
+ */
 export function sendsThen(transport: OutboxTransport): transport is OutboxTransport & SendsThen {
-  return typeof (transport as Partial<SendsThen>)[SEND_THEN] === 'function';
+  if (typeof (transport as Partial<SendsThen>)[SEND_THEN] !== 'function') return false;
+  let owner: object | null = transport;
+  while (owner && !Object.prototype.hasOwnProperty.call(owner, SEND_THEN)) owner = Object.getPrototypeOf(owner);
+  return owner !== null && transport.send === (owner as OutboxTransport).send;
 }

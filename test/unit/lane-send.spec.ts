@@ -86,3 +86,28 @@ describe('sendBatch through a transport that sends with a callback', () => {
     await expect(sendBatch(new CallbackTransport(), 'default', [])).resolves.toEqual([]);
   });
 });
+
+describe('sendBatch through a transport whose send() is overridden', () => {
+  /** A subclass that fails every send of its own accord, as a wrapping transport would. */
+  class RefusingTransport extends CallbackTransport {
+    override send(): Promise<void> {
+      return Promise.reject(new Error('refused by the subclass'));
+    }
+  }
+
+  it('goes through the overriding send(), not the callback send it would bypass', async () => {
+    const results = await sendBatch(new RefusingTransport(), 'default', [message(1), message(2)]);
+    expect(results.map((result) => (result.status === 'rejected' ? (result.reason as Error).message : 'sent'))).toEqual([
+      'refused by the subclass',
+      'refused by the subclass',
+    ]);
+  });
+
+  it('goes through a send() replaced on the instance (a spy)', async () => {
+    const transport = new CallbackTransport();
+    transport.send = () => Promise.resolve();
+    const results = await sendBatch(transport, 'default', [message(1)]);
+    expect(results).toEqual([SENT_RESULT]);
+    expect(transport.waiting.size).toBe(0);
+  });
+});
