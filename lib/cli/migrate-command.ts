@@ -1,7 +1,8 @@
 import { createTable } from '../schema/create-tables-at-startup';
-import { LATEST_OUTBOX_VERSION, upgradeOutboxTable, withQueryRunner } from '../schema/outbox-schema-version';
+import { LATEST_OUTBOX_VERSION, upgradeOutboxTable } from '../schema/outbox-schema-version';
 import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
 import { assertTableNamesFit } from '../schema/table-name-limits';
+import { withSchemaLock } from '../schema/with-schema-lock';
 import { COMMON_OPTIONS_HELP } from './cli-arguments';
 import { CliCommand, ExitCode } from './cli-command';
 import { CliConnection, withConnection } from './cli-connection';
@@ -77,8 +78,9 @@ function refuseWhatMigrateMustNotTouch(connection: CliConnection, schemas: Table
 }
 
 /**
- * Start-up creation's statements, in its order: each missing table at version 1, then the
- * outbox's upgrade. `IF NOT EXISTS` keeps them no-ops on what another process creates meanwhile.
+ * Start-up creation's statements, in its order and under its schema lock: each missing table at
+ * version 1, then the outbox's upgrade. `IF NOT EXISTS` keeps them no-ops on what a process
+ * starting meanwhile created.
  */
 async function migrate(
   connection: CliConnection,
@@ -86,7 +88,7 @@ async function migrate(
   inbox: TableSchema,
 ): Promise<{ outbox: { action: MigrateAction; from: number | null }; inbox: MigrateAction }> {
   const { dataSource, dialect } = connection;
-  return withQueryRunner(dataSource, async (runner) => {
+  return withSchemaLock(dataSource, dialect, async (runner) => {
     for (const schema of [outbox, inbox]) {
       if (schema.state === 'missing') await createTable(runner, dialect, schema.kind, schema.table);
     }

@@ -76,6 +76,13 @@ export interface SchemaSql {
    * statements will (the DataSource's schema, else the connection's search path or database).
    */
   tableColumnsQuery(table: TableLocation): SqlQuery;
+  /**
+   * A lock the library's DDL runs under, held by one connection at a time, where the database's
+   * own `IF NOT EXISTS` is unsafe when two connections create the same table at once (PostgreSQL
+   * checks, then inserts into its catalog: the second fails on the catalog's unique key). Absent
+   * where the DDL already waits for the other (MySQL's metadata locks, SQLite's one writer).
+   */
+  readonly schemaLock?: { acquire: string; release: string };
   /** Absent where identifiers have no practical length limit (SQLite). */
   readonly identifierLimit?: IdentifierLimit;
 }

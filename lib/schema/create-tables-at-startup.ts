@@ -4,8 +4,9 @@ import { DatabaseDialect } from '../dialects/database-dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
 import { createTableDdl } from '../dialects/schema-sql';
 import { TableKind } from '../naming/index-names';
-import { LATEST_OUTBOX_VERSION, tableColumns, upgradeOutboxTable, withQueryRunner } from './outbox-schema-version';
+import { LATEST_OUTBOX_VERSION, tableColumns, upgradeOutboxTable } from './outbox-schema-version';
 import { outboxUpgradeSummary } from './outbox-upgrade-summary';
+import { withSchemaLock } from './with-schema-lock';
 
 /**
  * What `synchronize: true` means for the library's tables: create them, with their indexes, when
@@ -17,14 +18,14 @@ import { outboxUpgradeSummary } from './outbox-upgrade-summary';
 export async function createTablesAtStartup(dataSource: DataSource, dialect: DatabaseDialect, tables: { outbox: string; inbox: string }): Promise<void> {
   if (!dataSource.options.synchronize) return;
   const created: string[] = [];
-  const upgradedFrom = await withQueryRunner(dataSource, async (runner) => {
+  const upgradedFrom = await withSchemaLock(dataSource, dialect, async (runner) => {
     for (const [kind, table] of [
       ['outbox', tables.outbox],
       ['inbox', tables.inbox],
     ] as const) {
       // Only a missing table: version 1's statements on an upgraded table would bring back the
-      // index version 2 dropped. Another process may create it meanwhile: every statement is a
-      // no-op on what exists.
+      // index version 2 dropped. Another process starting now waits for the schema lock, or
+      // (without one) finds every statement a no-op on what this one creates.
       if ((await tableColumns(runner, dialect, table)).size > 0) continue;
       await createTable(runner, dialect, kind, table);
       created.push(table);
@@ -43,8 +44,9 @@ export async function createTablesAtStartup(dataSource: DataSource, dialect: Dat
 }
 
 /**
- * Creates a table of `kind` at schema version 1, with `IF NOT EXISTS`: every statement is a no-op
- * on what another process creates meanwhile. Start-up creation and `migrate` run it.
+ * Creates a table of `kind` at schema version 1, with `IF NOT EXISTS`. Start-up creation and
+ * `migrate` run it under the schema lock: without it, two PostgreSQL connections creating the
+ * same table at once can fail on the catalog's unique key.
  */
 export async function createTable(runner: QueryRunner, dialect: DatabaseDialect, kind: TableKind, table: string): Promise<void> {
   for (const statement of createTableDdl(dialect.schemaSql, kind, { table, quoted: qualifiedTable(runner.connection, table), ifNotExists: true })) {

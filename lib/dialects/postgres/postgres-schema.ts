@@ -192,6 +192,9 @@ function postgresTableColumnsQuery(table: TableLocation): SqlQuery {
 }
 
 /** PostgreSQL's tables: partial indexes, and the version 3 that makes the business key one of them. */
+/** The advisory lock key of the library's DDL: "outbox" in ASCII, away from small keys applications pick. */
+const SCHEMA_LOCK_KEY = 0x6f7574626f78;
+
 export const postgresSchemaSql: SchemaSql = {
   outboxTableDdl: postgresOutboxTableDdl,
   outboxV2Ddl: postgresOutboxV2Ddl,
@@ -201,6 +204,12 @@ export const postgresSchemaSql: SchemaSql = {
   inboxTableDdl: postgresInboxTableDdl,
   archiveTableDdl: postgresArchiveTableDdl,
   tableColumnsQuery: postgresTableColumnsQuery,
+  // A session-level advisory lock: a connection that dies lets it go. One key per database, as
+  // creating and upgrading take a moment once per deploy.
+  schemaLock: {
+    acquire: `SELECT pg_advisory_lock(${SCHEMA_LOCK_KEY})`,
+    release: `SELECT pg_advisory_unlock(${SCHEMA_LOCK_KEY})`,
+  },
   /** NAMEDATALEN - 1. */
   identifierLimit: {
     database: 'PostgreSQL',
