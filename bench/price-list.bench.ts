@@ -69,6 +69,7 @@ const ROWS: PriceListRow[] = [
   { key: 'all-processing-index', name: 'lean + all of the above + the processing index', costs: { ...ALL_COSTS, stateIndexes: 'processing' } },
   { key: 'all-ordering-index', name: 'lean + all of the above + the ordering index', costs: { ...ALL_COSTS, stateIndexes: 'ordering' } },
   { key: 'library', name: 'library, defaults (1 dispatcher process)', options: {} },
+  { key: 'library-no-delivery-headers', name: 'library, deliveryHeaders: false', options: { deliveryHeaders: false } },
   // The library's own batch and window curve: its defaults (batch 500 × 4 loops) against the neighbours.
   { key: 'library-250x8', name: 'library, batchSize 250, dispatchConcurrency 8 (window 2,000)', options: { batchSize: 250, dispatchConcurrency: 8 } },
   { key: 'library-1000x2', name: 'library, batchSize 1,000, dispatchConcurrency 2 (window 2,000)', options: { batchSize: 1_000, dispatchConcurrency: 2 } },
@@ -147,11 +148,15 @@ export async function benchPriceList(): Promise<PriceRow[]> {
         });
       }
       const sameBrokerWork = measured.find((m) => m.key === 'same-broker-work')?.result;
-      const library = measured.find((m) => m.key === 'library')?.result;
-      if (sameBrokerWork && library) {
+      for (const [key, label] of [
+        ['library', 'library'],
+        ['library-no-delivery-headers', 'library without delivery headers'],
+      ]) {
+        const library = measured.find((m) => m.key === key)?.result;
+        if (!sameBrokerWork || !library) continue;
         rows.push({
           database: databaseLabel(kind),
-          variant: '**library ÷ lean with the same broker work**',
+          variant: `**${label} ÷ lean with the same broker work**`,
           messagesPerSecond: (library.rate / sameBrokerWork.rate).toFixed(2),
           ofLean: '–',
           cpuPerMessage: `database CPU ${ratio(library.database, sameBrokerWork.database)}×, sender ${ratio(library.sender, sameBrokerWork.sender)}×, broker ${ratio(library.broker, sameBrokerWork.broker)}×`,
