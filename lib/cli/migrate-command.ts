@@ -30,7 +30,8 @@ creating it (their CREATE TABLE would fail on a table made here).
 On PostgreSQL each upgrade blocks writes to the outbox table while its new index is built (version
 2 reads the claimable rows once, version 3 the whole table), and version 4 changes nothing; on
 MySQL and MariaDB version 2 adds the columns in place, version 3 changes nothing, and version 4
-adds a virtual column and builds its index and the ordering index, reading the table once.
+adds a virtual column and builds its index and the ordering index, reading the table once and
+blocking writes to it meanwhile.
 
 Exit code 0 when the tables are ready, 1 when it could not make them so, 2 for a wrong command line.
 

@@ -104,7 +104,8 @@ export function createOutboxTableV3Migration(tableName: string = DEFAULT_OUTBOX_
  * of unfinished rows only (NULL once a row is finished), and the ordering rule's index over it, in
  * place of `(ordering_key, status, id)`, which every claim and every settle rewrote for every row.
  * Now a row without an ordering key never touches the ordering index after its insert, and one
- * with a key once, when it finishes. One ALTER that reads the table once. On PostgreSQL and SQLite,
+ * with a key once, when it finishes. One ALTER that reads the table once and blocks writes to it
+ * meanwhile. On PostgreSQL and SQLite,
  * whose ordering index is partial already, version 4 is version 3 and it changes nothing.
  * Reverting gives MySQL and MariaDB version 3's ordering index back.
  */

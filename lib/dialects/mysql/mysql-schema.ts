@@ -146,9 +146,10 @@ const UNFINISHED_ORDERING_KEY_COLUMN = `\`${UNFINISHED_ORDERING_KEY}\` varchar(2
  * on version 3 and left running across the upgrade) force it by name in their ordering probes,
  * which without it would fail; with it they stay right, only slower on keys with long histories.
  *
- * One ALTER, atomic: MySQL 8 and MariaDB 10.3+ add a virtual column in place and build both
- * indexes reading the table once. MySQL has no `ADD COLUMN IF NOT EXISTS`: run only on a table
- * without the column.
+ * One ALTER, so atomic: a table has the column and both indexes, or neither, and the column alone
+ * tells the version. It builds the indexes in place, reading the table once, but blocks writes to
+ * it meanwhile (MariaDB 10.11 refuses LOCK=NONE when a virtual column is added together with
+ * other changes). MySQL has no `ADD COLUMN IF NOT EXISTS`: run only on a table without the column.
  */
 function mysqlOutboxV4Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);

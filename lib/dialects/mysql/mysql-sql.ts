@@ -1,7 +1,7 @@
 import { ClaimRef } from '../../engine/state-table';
 import { UNFINISHED_STATUSES } from '../../message/message-status';
-import { UNFINISHED_ORDERING_KEY } from './mysql-schema';
 import { outboxIndexNames, stateIndexNames } from '../../naming/index-names';
+import { UNFINISHED_ORDERING_KEY } from './mysql-schema';
 
 /**
  * The database's clock, in UTC whatever the session's time zone: every time column is a
