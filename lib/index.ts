@@ -71,6 +71,7 @@ export {
   createOutboxTableMigration,
   createOutboxTableV2Migration,
   createOutboxTableV3Migration,
+  createOutboxTableV4Migration,
   OUTBOX_MIGRATIONS,
 } from './schema/table-migrations';
 export type { MigrationClass } from './schema/table-migrations';

@@ -7,6 +7,7 @@ import { TableNames } from '../naming/table-names';
 import { dataSourceFileOption, tableNamesOption } from './cli-arguments';
 import { OptionValues } from './cli-command';
 import { CliUsageError } from './cli-usage.error';
+import { outboxStatementsVersion } from '../schema/outbox-schema-version';
 import { loadDataSourceFile } from './data-source-file';
 
 /** An open DataSource, its dialect and the two tables a command works on. */
@@ -42,7 +43,7 @@ export async function withConnection<T>(values: OptionValues, work: (connection:
     }
     const dialect = await resolveDialect(dataSource);
     dialect.guardConnections?.(dataSource);
-    const outbox = dialect.outbox(qualifiedTable(dataSource, tables.outbox));
+    const outbox = dialect.outbox(qualifiedTable(dataSource, tables.outbox), await outboxStatementsVersion(dataSource, dialect, tables.outbox));
     const inbox = dialect.inbox(qualifiedTable(dataSource, tables.inbox));
     return await work({ file, dataSource, dialect, tables, outbox, inbox });
   } finally {

@@ -21,15 +21,17 @@ export const migrateCommand: CliCommand = {
   help: `Usage: nestjs-outbox migrate -d <data-source file> [--table name] [--inbox-table name] [--json]
 
 Creates the outbox and inbox tables, with their indexes, where they are missing, and upgrades an
-outbox table of schema version 1 or 2 to version ${LATEST_OUTBOX_VERSION}: the statements OutboxModule runs at start-up under
+outbox table of schema version 1, 2 or 3 to version ${LATEST_OUTBOX_VERSION}: the statements OutboxModule runs at start-up under
 synchronize: true, and the library's migrations run, whatever the DataSource's synchronize says.
 Run it again and it does nothing. It never alters a table that is not one of the library's, and
 leaves a missing table to the DataSource's migrations when they include the library's migration
 creating it (their CREATE TABLE would fail on a table made here).
 
 On PostgreSQL each upgrade blocks writes to the outbox table while its new index is built (version
-2 reads the claimable rows once, version 3 the whole table); on MySQL and MariaDB version 2 adds
-the columns in place, and version 3 changes nothing.
+2 reads the claimable rows once, version 3 the whole table), and version 4 changes nothing; on
+MySQL and MariaDB version 2 adds the columns in place, version 3 changes nothing, and version 4
+adds a virtual column and builds its index and the ordering index, reading the table once and
+blocking writes to it meanwhile.
 
 Exit code 0 when the tables are ready, 1 when it could not make them so, 2 for a wrong command line.
 

@@ -31,13 +31,15 @@ export const sqlCommand: CliCommand = {
     'server-version': { type: 'string' },
     'if-not-exists': { type: 'boolean' },
   },
-  help: `Usage: nestjs-outbox sql --dialect postgres|mysql|mariadb|sqlite [--from 0|1|2] [--to 1|2|${LATEST_OUTBOX_VERSION}] [options]
-       nestjs-outbox sql -d <data-source file> [--from 0|1|2] [--to 1|2|${LATEST_OUTBOX_VERSION}] [options]
+  help: `Usage: nestjs-outbox sql --dialect postgres|mysql|mariadb|sqlite [--from 0|1|2|3] [--to 1|2|3|${LATEST_OUTBOX_VERSION}] [options]
+       nestjs-outbox sql -d <data-source file> [--from 0|1|2|3] [--to 1|2|3|${LATEST_OUTBOX_VERSION}] [options]
 
 Prints the statements that take the tables from schema version --from to --to: version 1 creates
-the outbox table (as createOutboxTableMigration does) and the inbox table; versions 2 and ${LATEST_OUTBOX_VERSION} upgrade
-the outbox table (version ${LATEST_OUTBOX_VERSION} changes PostgreSQL's only: its one statement replaces the
-business-key unique constraint with a unique index over the rows that have a business key).
+the outbox table (as createOutboxTableMigration does) and the inbox table; versions 2 to ${LATEST_OUTBOX_VERSION} upgrade
+the outbox table (version 3 changes PostgreSQL's only: its one statement replaces the business-key
+unique constraint with a unique index over the rows that have a business key; version 4 changes
+MySQL's and MariaDB's only: its one ALTER adds a generated column, the ordering key of unfinished
+rows, and the ordering index over it).
 Default --from 0 --to ${LATEST_OUTBOX_VERSION}: both tables, ready. --from 1 prints only the upgrades.
 They are the statements the migrations and migrate run, each ended by ";" and a newline, for a
 review, a migration tool of your own, or a pipe into psql, mysql or sqlite3. Nothing is run.
@@ -49,7 +51,7 @@ and the server's capabilities are read from the DataSource's connection, and its
 
 Options:
   --dialect <name>          postgres, mysql, mariadb or sqlite (with -d: checked against the database)
-  --from <version>          the version the tables are at: 0 (none), 1 or 2 (default 0)
+  --from <version>          the version the tables are at: 0 (none), 1, 2 or 3 (default 0)
   --to <version>            the version to reach: 1 to ${LATEST_OUTBOX_VERSION} (default ${LATEST_OUTBOX_VERSION})
   --schema <name>           qualify the table names with this schema (without -d)
   --server-version <text>   the MySQL or MariaDB server's VERSION(), e.g. 8.0.36 or 10.11.6-MariaDB (without -d)
@@ -62,6 +64,7 @@ Examples:
   nestjs-outbox sql --dialect postgres | psql "$DATABASE_URL"
   nestjs-outbox sql --dialect mariadb --from 1 > upgrade-outbox.sql
   nestjs-outbox sql --dialect postgres --from 2 > upgrade-outbox-v3.sql
+  nestjs-outbox sql --dialect mysql --from 3 > upgrade-outbox-v4.sql
   nestjs-outbox sql -d dist/data-source.js --table billing_outbox --inbox-table billing_inbox
 `,
   async run(values, output) {
@@ -123,6 +126,7 @@ export function statementsBetween(source: DdlSource, tables: TableNames, range: 
     1: () => [...createTableDdl(source.ddl, 'outbox', request(tables.outbox)), ...createTableDdl(source.ddl, 'inbox', request(tables.inbox))],
     2: () => source.ddl.outboxV2Ddl(request(tables.outbox)),
     3: () => source.ddl.outboxV3Ddl(request(tables.outbox)),
+    4: () => source.ddl.outboxV4Ddl(request(tables.outbox)),
   };
   const statements: string[] = [];
   for (let version = range.from + 1; version <= range.to; version++) statements.push(...versions[version]());

@@ -17,7 +17,7 @@ export const statusCommand: CliCommand = {
   help: `Usage: nestjs-outbox status -d <data-source file> [--table name] [--inbox-table name] [--json]
 
 Reports whether the outbox table exists and at which schema version (1 to ${LATEST_OUTBOX_VERSION}, the
-latest; the library works with version 2 too, which \`migrate\` upgrades), whether the inbox table
+latest; the library works with versions 2 and 3 too, which \`migrate\` upgrades), whether the inbox table
 exists with its columns, and for each table the library can use the rows per status, in total and per transport (outbox) or consumer (inbox): how many are
 due, the lag of the oldest due row and the rows in flight, by the database's clock. One catalog
 query and one aggregate statement per table; it changes nothing.

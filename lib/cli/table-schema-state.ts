@@ -1,14 +1,14 @@
 import { FilteredTable } from '../admin/message-filter-validation';
 import { TableKind } from '../naming/index-names';
-import { isOutboxV1, isOutboxV3Pending, LATEST_OUTBOX_VERSION, tableColumns, withQueryRunner } from '../schema/outbox-schema-version';
+import { isOutboxV1, LATEST_OUTBOX_VERSION, tableColumns, usableOutboxVersion, withQueryRunner } from '../schema/outbox-schema-version';
 import { TABLE_COLUMNS } from '../schema/table-columns';
 import { CliConnection } from './cli-connection';
 import { suggestedCommand } from './cli-format';
 
 /**
  * Where a table stands: `current` has every column the library uses, at the latest version;
- * `upgradable` works as it is (an outbox table of schema version 2 where version 3 changes
- * something), and `migrate` upgrades it; `behind` is an outbox table of schema version 1, which
+ * `upgradable` works as it is (an outbox table of schema version 2 or 3 where a later version
+ * changes something), and `migrate` upgrades it; `behind` is an outbox table of schema version 1, which
  * the library cannot use until `migrate` upgrades it; `unrecognised` exists but lacks columns
  * another way (a table of the application's), which no command touches.
  */
@@ -36,9 +36,9 @@ export async function readTableSchemas(connection: CliConnection): Promise<{ out
     const read = async (kind: TableKind, table: string) => {
       const columns = await tableColumns(runner, connection.dialect, table);
       const schema = tableSchema(kind, table, columns);
-      return schema.state === 'current' && kind === 'outbox' && (await isOutboxV3Pending(runner, connection.dialect, table, columns))
-        ? { ...schema, state: 'upgradable' as const, version: 2 }
-        : schema;
+      if (schema.state !== 'current' || kind !== 'outbox') return schema;
+      const version = await usableOutboxVersion(runner, connection.dialect, table, columns);
+      return version < LATEST_OUTBOX_VERSION ? { ...schema, state: 'upgradable' as const, version } : schema;
     };
     return { outbox: await read('outbox', connection.tables.outbox), inbox: await read('inbox', connection.tables.inbox) };
   });

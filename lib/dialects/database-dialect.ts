@@ -43,7 +43,12 @@ export interface DatabaseDialect {
    * committed so far. Absent where the library cannot ask (only PostgreSQL can).
    */
   standbyGate?(workerDataSource: DataSource, settings: ResolvedAwaitStandby): StandbyGate;
-  outbox(quotedTable: string): OutboxDialect;
+  /**
+   * The outbox table's statements. `schemaVersion`: the table's schema version as found at
+   * start-up (`outboxStatementsVersion`), where the statements differ by version (MySQL and
+   * MariaDB before version 4 have another ordering index); absent for the latest.
+   */
+  outbox(quotedTable: string, schemaVersion?: number): OutboxDialect;
   inbox(quotedTable: string): InboxDialect;
   /** The tables' DDL and catalog queries, which the migrations, start-up and the command line share. */
   readonly schemaSql: SchemaSql;

@@ -63,6 +63,18 @@ export interface SchemaSql {
   outboxV3PendingQuery?(table: TableLocation): SqlQuery;
   /** Version 3 undone (a reverted migration); absent where version 3 changed nothing. */
   outboxV3RevertDdl?(request: TableDdl): string[];
+  /**
+   * Schema version 4 of the outbox table, from version 3: on MySQL and MariaDB the ordering index
+   * holds a generated column, the ordering key of unfinished rows only, which claims and settles
+   * of most rows never change. None elsewhere: PostgreSQL's and SQLite's ordering index is
+   * already partial, so version 4 is version 3 there. Not idempotent (no `ADD COLUMN IF NOT
+   * EXISTS` on MySQL): callers check for `outboxV4Column` first.
+   */
+  outboxV4Ddl(request: TableDdl): string[];
+  /** The column version 4 adds, which tells a table of version 4 from one of 3; absent where `outboxV4Ddl` is empty. */
+  readonly outboxV4Column?: string;
+  /** Version 4 undone (a reverted migration); absent where version 4 changed nothing. */
+  outboxV4RevertDdl?(request: TableDdl): string[];
   inboxTableDdl(request: TableDdl): string[];
   /**
    * The archive retention moves finished rows of a table of `kind` to (`retentionMode:

@@ -42,6 +42,7 @@ import { CommitHandoff } from '../outbox/commit-handoff';
 import { ServerRollbackWatch } from '../dialects/server-rollback-watch';
 import { RabbitMqOutboxTransport } from '../transport/rabbitmq.transport';
 import { createTablesAtStartup } from '../schema/create-tables-at-startup';
+import { outboxStatementsVersion } from '../schema/outbox-schema-version';
 import { assertTableNamesFit } from '../schema/table-name-limits';
 import { prepareArchiveTablesAtStartup } from '../schema/archive-tables-at-startup';
 import { verifyTablesAtStartup } from '../schema/verify-tables-at-startup';
@@ -140,7 +141,9 @@ function withOutboxProviders(definition: DynamicModule, statics: OutboxModuleSta
     {
       provide: OUTBOX_DIALECT,
       inject: [DATABASE_DIALECT, OUTBOX_DATA_SOURCE],
-      useFactory: (dialect: DatabaseDialect, dataSource: DataSource) => dialect.outbox(qualifiedTable(dataSource, tableName)),
+      // After DATABASE_DIALECT, which created or upgraded the table: its statements fit the table as it now is.
+      useFactory: async (dialect: DatabaseDialect, dataSource: DataSource) =>
+        dialect.outbox(qualifiedTable(dataSource, tableName), await outboxStatementsVersion(dataSource, dialect, tableName)),
     },
     {
       provide: INBOX_DIALECT,

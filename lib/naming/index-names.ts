@@ -19,6 +19,11 @@ export function outboxIndexNames(table: string) {
     typeBizKey: `UQ_${table}_type_biz_key`,
     /** Schema version 2: the claim index per transport (beside `claimable` on PostgreSQL, in its place elsewhere). */
     lane: `IDX_${table}_lane`,
+    /**
+     * Schema version 4 on MySQL/MariaDB: the ordering index over the generated key of unfinished
+     * rows. No longer than the longest name before it, so that it shortens no table name's limit.
+     */
+    unfinished: `IDX_${table}_unfinished`,
   };
 }
 

@@ -4,7 +4,7 @@ import { createTableDdl } from '../dialects/schema-sql';
 import { TableKind } from '../naming/index-names';
 import { assertTableName, DEFAULT_INBOX_TABLE, DEFAULT_OUTBOX_TABLE } from '../naming/table-names';
 import { assertTableNameFits } from './table-name-limits';
-import { upgradeOutboxTable } from './outbox-schema-version';
+import { tableColumns, upgradeOutboxTable } from './outbox-schema-version';
 import { OutboxError } from '../errors';
 
 /** A migration class, as TypeORM's `migrations` option takes it. */
@@ -98,10 +98,43 @@ export function createOutboxTableV3Migration(tableName: string = DEFAULT_OUTBOX_
   };
 }
 
+/**
+ * The migration upgrading an outbox table to schema version 4 (from version 3, or from an older
+ * one through each version between): on MySQL and MariaDB a generated column, the ordering key
+ * of unfinished rows only (NULL once a row is finished), and the ordering rule's index over it, in
+ * place of `(ordering_key, status, id)`, which every claim and every settle rewrote for every row.
+ * Now a row without an ordering key never touches the ordering index after its insert, and one
+ * with a key once, when it finishes. One ALTER that reads the table once and blocks writes to it
+ * meanwhile. On PostgreSQL and SQLite,
+ * whose ordering index is partial already, version 4 is version 3 and it changes nothing.
+ * Reverting gives MySQL and MariaDB version 3's ordering index back.
+ */
+export function createOutboxTableV4Migration(tableName: string = DEFAULT_OUTBOX_TABLE, timestamp = 1796515200000): MigrationClass {
+  const table = assertTableName('tableName', tableName);
+  return class UpgradeOutboxTable implements MigrationInterface {
+    name = `UpgradeOutboxTableV4_${table}${timestamp}`;
+
+    async up(runner: QueryRunner): Promise<void> {
+      await upgradeOutboxTable(runner, await resolveDialect(runner.connection), table, 4);
+    }
+
+    async down(runner: QueryRunner): Promise<void> {
+      const dialect = await resolveDialect(runner.connection);
+      const column = dialect.schemaSql.outboxV4Column;
+      // Only a table that has version 4's column: the ALTER would fail on one of version 3.
+      if (column === undefined || !(await tableColumns(runner, dialect, table)).has(column)) return;
+      for (const statement of dialect.schemaSql.outboxV4RevertDdl?.({ table, quoted: qualifiedTable(runner.connection, table), ifNotExists: false }) ?? []) {
+        await runner.query(statement);
+      }
+    }
+  };
+}
+
 /** The migrations of the outbox and inbox tables, for the default table names, in the order they apply. */
 export const OUTBOX_MIGRATIONS: MigrationClass[] = [
   createOutboxTableMigration(),
   createInboxTableMigration(),
   createOutboxTableV2Migration(),
   createOutboxTableV3Migration(),
+  createOutboxTableV4Migration(),
 ];

@@ -4,7 +4,7 @@ import { DatabaseDialect } from '../dialects/database-dialect';
 import { TableKind } from '../naming/index-names';
 import { OutboxSchemaError } from '../errors';
 import { TableNames } from '../naming/table-names';
-import { isOutboxV1, isOutboxV3Pending, tableColumns, withQueryRunner } from './outbox-schema-version';
+import { isOutboxV1, LATEST_OUTBOX_VERSION, tableColumns, usableOutboxVersion, withQueryRunner } from './outbox-schema-version';
 import { tableShapeProblem } from './table-shape';
 
 /**
@@ -13,8 +13,8 @@ import { tableShapeProblem } from './table-shape';
  * schema version: otherwise the first publish or claim would fail with a raw "column does not
  * exist", or dispatchers would log a missing table forever. Runs before start-up creation, which
  * must never add its indexes to a table of another shape. One catalog query per table. An outbox
- * table of version 2 where version 3 changes something works as it is: that gets a warning, not
- * a failed start-up (under `synchronize` start-up creation upgrades it next).
+ * table of version 2 or 3 where a later version changes something works as it is: that gets a
+ * warning, not a failed start-up (under `synchronize` start-up creation upgrades it next).
  */
 export async function verifyTablesAtStartup(dataSource: DataSource, dialect: DatabaseDialect, tables: TableNames): Promise<void> {
   const synchronizes = Boolean(dataSource.options.synchronize);
@@ -28,14 +28,26 @@ export async function verifyTablesAtStartup(dataSource: DataSource, dialect: Dat
       if (synchronizes && (columns.size === 0 || (kind === 'outbox' && isOutboxV1(columns)))) continue;
       const problem = tableShapeProblem(kind, table, [...columns]);
       if (problem) found.push(problem);
-      else if (kind === 'outbox' && !synchronizes && (await isOutboxV3Pending(runner, dialect, table, columns))) {
-        new Logger('OutboxModule').warn(
-          `The outbox table ${table} is of schema version 2: version 3 makes each message cheaper to claim and settle on PostgreSQL` +
-            ' (createOutboxTableV3Migration, in OUTBOX_MIGRATIONS, or `nestjs-outbox migrate`; docs/upgrading.md)',
-        );
+      else if (kind === 'outbox' && !synchronizes) {
+        const version = await usableOutboxVersion(runner, dialect, table, columns);
+        if (version < LATEST_OUTBOX_VERSION) new Logger('OutboxModule').warn(upgradeWarning(table, version));
       }
     }
     return found;
   });
   if (problems.length > 0) throw new OutboxSchemaError(problems);
 }
+
+/** What upgrading a usable outbox table of `version` brings, and the migration that does it (the next version is the one that changes something on its database). */
+function upgradeWarning(table: string, version: number): string {
+  return (
+    `The outbox table ${table} is of schema version ${version}: ${UPGRADE_GAINS[version]}` +
+    ` (createOutboxTableV${version + 1}Migration, in OUTBOX_MIGRATIONS, or \`nestjs-outbox migrate\`; docs/upgrading.md)`
+  );
+}
+
+/** Why a usable table of each older version is worth upgrading. */
+const UPGRADE_GAINS: Record<number, string> = {
+  2: 'version 3 makes each message cheaper to claim and settle on PostgreSQL',
+  3: 'version 4 makes each message cheaper to claim and settle on MySQL and MariaDB',
+};

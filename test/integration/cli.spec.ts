@@ -139,7 +139,7 @@ describe('nestjs-outbox CLI', () => {
       expect(report.code).toBe(1);
       expect(json(report)).toMatchObject({
         ready: false,
-        outbox: { table: 'outbox_message', state: 'missing', schemaVersion: 'missing', latestSchemaVersion: 3, stats: null },
+        outbox: { table: 'outbox_message', state: 'missing', schemaVersion: 'missing', latestSchemaVersion: 4, stats: null },
         inbox: { table: 'inbox_message', state: 'missing', stats: null },
         next: `nestjs-outbox migrate -d ${dataSourceTs}`,
       });
@@ -153,11 +153,11 @@ describe('nestjs-outbox CLI', () => {
   );
 
   it(
-    'migrate creates both tables at schema version 3, and does nothing when run again',
+    'migrate creates both tables at schema version 4, and does nothing when run again',
     async () => {
       const created = await cli('migrate', '-d', dataSourceJs);
       expect(created).toMatchObject({ code: 0, stderr: '' });
-      expect(created.stdout).toContain('Created the outbox table outbox_message (schema version 3).\nCreated the inbox table inbox_message.\n');
+      expect(created.stdout).toContain('Created the outbox table outbox_message (schema version 4).\nCreated the inbox table inbox_message.\n');
 
       const [again, report, text] = await Promise.all([
         cli('migrate', '-d', dataSourceJs, '--json'),
@@ -166,18 +166,18 @@ describe('nestjs-outbox CLI', () => {
       ]);
       expect(again.code).toBe(0);
       expect(json(again)).toMatchObject({
-        outbox: { table: 'outbox_message', action: 'none', schemaVersion: 3 },
+        outbox: { table: 'outbox_message', action: 'none', schemaVersion: 4 },
         inbox: { table: 'inbox_message', action: 'none' },
       });
       expect(report.code).toBe(0);
       expect(json(report)).toMatchObject({
         ready: true,
-        outbox: { state: 'current', schemaVersion: 3, problem: null, upgrade: null, stats: { due: 0, inFlight: 0, byTransport: {} } },
+        outbox: { state: 'current', schemaVersion: 4, problem: null, upgrade: null, stats: { due: 0, inFlight: 0, byTransport: {} } },
         inbox: { state: 'current', problem: null, stats: { due: 0, byConsumer: {} } },
         next: null,
       });
       expect(text).toMatchObject({ code: 0, stderr: '' });
-      expect(text.stdout).toContain('Outbox table outbox_message: schema version 3 (current)\nInbox table inbox_message: present\n');
+      expect(text.stdout).toContain('Outbox table outbox_message: schema version 4 (current)\nInbox table inbox_message: present\n');
       expect(text.stdout).not.toContain('Next:');
     },
     CLI_TIMEOUT,
@@ -217,11 +217,13 @@ describe('nestjs-outbox CLI', () => {
       const connectedQuote = (table: string) => qualifiedTable(dataSource, table);
       await dataSource.destroy();
 
-      const [fromDataSource, upgradeOnly, v3Only, v3OnMariadb, ...scripts] = await Promise.all([
+      const [fromDataSource, upgradeOnly, v3Only, v3OnMariadb, v4Only, v4OnPostgres, ...scripts] = await Promise.all([
         cli('sql', '-d', dataSourceJs, '--json'),
         cli('sql', '--dialect', 'postgres', '--from', '1', '--to', '2', '--json'),
-        cli('sql', '--dialect', 'postgres', '--from', '2'),
-        cli('sql', '--dialect', 'mariadb', '--from', '2'),
+        cli('sql', '--dialect', 'postgres', '--from', '2', '--to', '3'),
+        cli('sql', '--dialect', 'mariadb', '--from', '2', '--to', '3'),
+        cli('sql', '--dialect', 'mysql', '--from', '3'),
+        cli('sql', '--dialect', 'postgres', '--from', '3'),
         ...offline.map(([dialect]) => cli('sql', '--dialect', dialect)),
       ]);
       offline.forEach(([dialect, ddl, quote], index) => {
@@ -248,8 +250,14 @@ describe('nestjs-outbox CLI', () => {
       expect(v3OnMariadb).toMatchObject({ code: 0, stderr: '' });
       expect(v3OnMariadb.stdout).toContain('-- nothing to run: on this database version 3 is version 2\n');
       expect(splitHeader(v3OnMariadb.stdout)[1]).toBe('');
+      // Version 4 is one ALTER on MySQL and MariaDB, and nothing on PostgreSQL.
+      const v4Statements = mysqlSchemaSql(describeMysqlServer('8.4.0')).outboxV4Ddl(request('outbox_message', quotedBy('`')));
+      expect(v4Statements).toHaveLength(1);
+      expect(splitHeader(v4Only.stdout)[1]).toBe(`${v4Statements[0]};\n`);
+      expect(v4Only.stdout).toContain('ADD COLUMN `unfinished_ordering_key` varchar(255) AS (IF(status IN (');
+      expect(v4OnPostgres.stdout).toContain('-- nothing to run: on this database version 4 is version 3\n');
       expect(fromDataSource.code).toBe(0);
-      expect(json(fromDataSource)).toMatchObject({ dialect: database.kind, from: 0, to: 3, statements: allStatements(connected, connectedQuote) });
+      expect(json(fromDataSource)).toMatchObject({ dialect: database.kind, from: 0, to: 4, statements: allStatements(connected, connectedQuote) });
     },
     CLI_TIMEOUT,
   );
@@ -469,17 +477,17 @@ describe('nestjs-outbox CLI', () => {
       async () => {
         const [text, report] = await Promise.all([cli('status', '-d', dataSourceJs), cli('status', '-d', dataSourceJs, '--json')]);
         expect(text.code).toBe(1);
-        expect(text.stdout).toContain('Outbox table outbox_message: schema version 1 (behind: the latest is 3)');
+        expect(text.stdout).toContain('Outbox table outbox_message: schema version 1 (behind: the latest is 4)');
         expect(text.stdout).toContain('Not ready: the outbox table outbox_message is of schema version 1');
         expect(json(report)).toMatchObject({ ready: false, outbox: { state: 'behind', schemaVersion: 1, stats: null }, inbox: { state: 'missing' } });
 
         const migrated = await cli('migrate', '-d', dataSourceJs);
         expect(migrated).toMatchObject({ code: 0, stderr: '' });
-        expect(migrated.stdout).toContain('Upgraded the outbox table outbox_message from schema version 1 to 3 (transport and destination columns');
+        expect(migrated.stdout).toContain('Upgraded the outbox table outbox_message from schema version 1 to 4 (transport and destination columns');
         expect(migrated.stdout).toContain('Created the inbox table inbox_message.');
         const after = await cli('status', '-d', dataSourceJs, '--json');
         expect(after.code).toBe(0);
-        expect(json(after)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 3 } });
+        expect(json(after)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 4 } });
       },
       CLI_TIMEOUT,
     );
@@ -492,33 +500,37 @@ describe('nestjs-outbox CLI', () => {
     }, timeoutFor(STARTUP_TIMEOUT_MS));
 
     it(
-      'status is ready (exit 0) and, on PostgreSQL, says migrate upgrades it to version 3; migrate does',
+      'status is ready (exit 0) and, on PostgreSQL and MySQL, says migrate upgrades it to version 4; migrate does',
       async () => {
         const [text, report] = await Promise.all([cli('status', '-d', dataSourceJs), cli('status', '-d', dataSourceJs, '--json')]);
         expect(text).toMatchObject({ code: 0, stderr: '' });
         expect(report.code).toBe(0);
-        if (database.kind !== 'postgres') {
-          // Version 3 changes nothing here: the table is current as it is.
-          expect(json(report)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 3, upgrade: null }, next: null });
-          expect((await cli('migrate', '-d', dataSourceJs)).stdout).toContain('Nothing to do: the outbox table outbox_message is at schema version 3');
+        if (database.kind === 'sqlite') {
+          // Versions 3 and 4 change nothing here: the table is current as it is.
+          expect(json(report)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 4, upgrade: null }, next: null });
+          expect((await cli('migrate', '-d', dataSourceJs)).stdout).toContain('Nothing to do: the outbox table outbox_message is at schema version 4');
           return;
         }
+        // On MySQL and MariaDB version 3 is version 2: the table is of version 3 there.
+        const version = database.kind === 'postgres' ? 2 : 3;
         expect(text.stdout).toContain(
-          'Outbox table outbox_message: schema version 2 (works; the latest is 3: on PostgreSQL, a business-key unique index over the rows that have one)',
+          version === 2
+            ? 'Outbox table outbox_message: schema version 2 (works; the latest is 4: on PostgreSQL, a business-key unique index over the rows that have one; on MySQL'
+            : 'Outbox table outbox_message: schema version 3 (works; the latest is 4: on MySQL and MariaDB, an ordering index over the keys of unfinished rows only)',
         );
         expect(text.stdout).not.toContain('Not ready');
         expect(text.stdout).toContain(`Next: nestjs-outbox migrate -d ${dataSourceJs}`);
         expect(json(report)).toMatchObject({
           ready: true,
-          outbox: { state: 'upgradable', schemaVersion: 2, problem: null, stats: { due: 0 } },
+          outbox: { state: 'upgradable', schemaVersion: version, problem: null, stats: { due: 0 } },
           next: `nestjs-outbox migrate -d ${dataSourceJs}`,
         });
 
         const migrated = await cli('migrate', '-d', dataSourceJs, '--json');
         expect(migrated).toMatchObject({ code: 0, stderr: '' });
-        expect(json(migrated)).toMatchObject({ outbox: { action: 'upgraded', fromSchemaVersion: 2, schemaVersion: 3 }, inbox: { action: 'none' } });
+        expect(json(migrated)).toMatchObject({ outbox: { action: 'upgraded', fromSchemaVersion: version, schemaVersion: 4 }, inbox: { action: 'none' } });
         const after = await cli('status', '-d', dataSourceJs, '--json');
-        expect(json(after)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 3, upgrade: null }, next: null });
+        expect(json(after)).toMatchObject({ ready: true, outbox: { state: 'current', schemaVersion: 4, upgrade: null }, next: null });
       },
       CLI_TIMEOUT,
     );
@@ -542,6 +554,7 @@ function allStatements(ddl: SchemaSql, quote: (table: string) => string): string
     ...ddl.inboxTableDdl(request('inbox_message', quote)),
     ...ddl.outboxV2Ddl(request('outbox_message', quote)),
     ...ddl.outboxV3Ddl(request('outbox_message', quote)),
+    ...ddl.outboxV4Ddl(request('outbox_message', quote)),
   ];
 }
 

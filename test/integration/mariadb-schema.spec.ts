@@ -4,7 +4,7 @@ import { CLAIMABLE_STATUSES } from '../../lib/message/message-status';
 import { mysqlTable } from '../../lib/dialects/mysql/mysql-sql';
 import { outboxLaneClaimTarget } from '../../lib/dialects/mysql/mysql-outbox.dialect';
 import { resolveDialect } from '../../lib/dialects/resolve-dialect';
-import { createInboxTableMigration, createOutboxTableMigration, createOutboxTableV2Migration } from '../../lib/schema/table-migrations';
+import { createOutboxTableMigration, OUTBOX_MIGRATIONS } from '../../lib/schema/table-migrations';
 import { createTablesAtStartup } from '../../lib/schema/create-tables-at-startup';
 import { describeOnMysql, dropDatabase, openMariadb, openSession, OUTBOX_TABLE, INBOX_TABLE, recreateDatabase, SERVER } from './mariadb-test-database';
 
@@ -20,7 +20,7 @@ describeOnMysql(`${SERVER.name} schema`, () => {
     await Promise.all([recreateDatabase(MIGRATED), recreateDatabase(SYNCHRONIZED)]);
     migrated = await openMariadb(MIGRATED, {
       synchronize: false,
-      migrations: [createOutboxTableMigration(), createInboxTableMigration(), createOutboxTableV2Migration()],
+      migrations: OUTBOX_MIGRATIONS,
     });
     await migrated.runMigrations();
     synchronized = await openMariadb(SYNCHRONIZED);
@@ -57,6 +57,7 @@ describeOnMysql(`${SERVER.name} schema`, () => {
         'IDX_outbox_message_lane',
         'IDX_outbox_message_ordering',
         'IDX_outbox_message_processing',
+        'IDX_outbox_message_unfinished',
         'UQ_outbox_message_message_id',
         'UQ_outbox_message_type_biz_key',
       ].sort(),
@@ -108,7 +109,7 @@ describeOnMysql(`${SERVER.name} schema`, () => {
       await session.query(rows(300, 'PENDING'));
       await session.query(`ANALYZE TABLE \`${OUTBOX_TABLE}\``);
       // As the default transport's lane claims with SKIP LOCKED: one locking read per claimable status.
-      const lane = outboxLaneClaimTarget(mysqlTable(`\`${OUTBOX_TABLE}\``), 'default');
+      const lane = outboxLaneClaimTarget(mysqlTable(`\`${OUTBOX_TABLE}\``, true), 'default');
       const statements = CLAIMABLE_STATUSES.map((status) => claimableOfStatus(lane, status, lane.columns, 50, 'FOR UPDATE SKIP LOCKED'));
 
       for (const statement of statements) {

@@ -9,7 +9,7 @@ import { ClaimedInboxMessage, InboxAcquisition, InboxDialect, InboxRow, Recorded
 import { toClaimedInboxMessage } from '../row-mapping';
 import { execute } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
-import { NOW } from './mysql-sql';
+import { mysqlTable, NOW } from './mysql-sql';
 import { MysqlStateTable } from './mysql-state-table';
 
 const { PENDING, DONE, FAILED, MANUAL_REQUIRED } = MessageStatus;
@@ -50,7 +50,8 @@ export class MysqlInboxDialect extends MysqlStateTable implements InboxDialect {
     quotedTable: string,
     private readonly claimStrategy: MysqlClaimStrategy,
   ) {
-    super(quotedTable, 'inbox', 'consumer');
+    // The inbox table is not versioned: its ordering index is `(consumer, ordering_key, status, id)`.
+    super(mysqlTable(quotedTable, false), 'inbox', 'consumer');
     this.claimTarget = {
       table: this.indexed,
       scope: 'consumer',

@@ -12,7 +12,7 @@ import { MysqlPendingWatch } from './mysql-pending-watch';
 import { toClaimedMessage, toOutboxMessageState } from '../row-mapping';
 import { execute, SqlTarget } from '../sql-executor';
 import { ClaimTarget, MysqlClaimStrategy } from './mysql-claim';
-import { forceIndex, isoTime, microseconds, MysqlTable, NOW, toDate, utcDatetime } from './mysql-sql';
+import { forceIndex, isoTime, microseconds, MysqlTable, mysqlTable, NOW, toDate, utcDatetime } from './mysql-sql';
 import { MysqlStateTable } from './mysql-state-table';
 import { messageColumnValues, OUTBOX_INSERT_COLUMNS } from '../outbox-insert-values';
 
@@ -27,12 +27,16 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
   /** Stats per transport: each transport's lane is watched on its own. */
   protected override readonly summaryScope = 'transport';
 
-  /** @param quotedTable the quoted table name */
+  /**
+   * @param quotedTable the quoted table name
+   * @param unfinishedOrderingKey the table is of schema version 4: its ordering index is on the generated `unfinished_ordering_key`
+   */
   constructor(
     quotedTable: string,
     private readonly claimStrategy: MysqlClaimStrategy,
+    unfinishedOrderingKey = true,
   ) {
-    super(quotedTable, 'outbox', null);
+    super(mysqlTable(quotedTable, unfinishedOrderingKey), 'outbox', null);
   }
 
   async insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean> {

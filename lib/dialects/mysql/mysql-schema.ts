@@ -1,5 +1,6 @@
 import { SchemaSql, TableDdl, TableLocation } from '../schema-sql';
 import { SqlQuery } from '../sql-query';
+import { UNFINISHED_SQL } from '../status-sql';
 import { archiveNames, inboxIndexNames, outboxIndexNames, stateIndexNames, TableKind } from '../../naming/index-names';
 import { MysqlServer } from './mysql-server';
 
@@ -124,6 +125,56 @@ function mysqlOutboxV2Ddl({ table, quoted }: TableDdl): string[] {
 }
 
 /**
+ * The column schema version 4 adds to the outbox table: the row's ordering key while the row is
+ * unfinished, NULL once it is finished (or when it has none). VIRTUAL: computed on read, stored
+ * only in its index. An archive has no such column; archiving copies the listed columns only.
+ */
+export const UNFINISHED_ORDERING_KEY = 'unfinished_ordering_key';
+const UNFINISHED_ORDERING_KEY_COLUMN = `\`${UNFINISHED_ORDERING_KEY}\` varchar(255) AS (IF(${UNFINISHED_SQL}, \`ordering_key\`, NULL)) VIRTUAL`;
+
+/**
+ * Schema version 4 of the outbox table, from version 3 (which is version 2 here): the ordering
+ * rule's index holds the generated key of unfinished rows, `(unfinished_ordering_key, id)`, in
+ * place of `(ordering_key, status, id)`. InnoDB touches a secondary index on an update only when
+ * the row's entry in it changes: with `status` in the key every claim and every settle moved
+ * each row's entry, keyed or not (unkeyed rows hold NULL, which InnoDB indexes); now an unkeyed
+ * row's entry stays NULL from insert to delete, and a keyed row's moves once, when it finishes.
+ * One probe per candidate finds the key's unfinished rows before it, never its finished history.
+ *
+ * The ordering index keeps its name, as `(ordering_key, id)`: claims and settles never change
+ * that entry, and processes still running the previous release (a rolling deploy, or one started
+ * on version 3 and left running across the upgrade) force it by name in their ordering probes,
+ * which without it would fail; with it they stay right, only slower on keys with long histories.
+ *
+ * One ALTER, so atomic: a table has the column and both indexes, or neither, and the column alone
+ * tells the version. It builds the indexes in place, reading the table once, but blocks writes to
+ * it meanwhile (MariaDB 10.11 refuses LOCK=NONE when a virtual column is added together with
+ * other changes). MySQL has no `ADD COLUMN IF NOT EXISTS`: run only on a table without the column.
+ */
+function mysqlOutboxV4Ddl({ table, quoted }: TableDdl): string[] {
+  const names = outboxIndexNames(table);
+  return [
+    `ALTER TABLE ${quoted}
+  ADD COLUMN ${UNFINISHED_ORDERING_KEY_COLUMN},
+  ADD KEY \`${names.unfinished}\` (\`${UNFINISHED_ORDERING_KEY}\`, \`id\`),
+  DROP KEY \`${names.ordering}\`,
+  ADD KEY \`${names.ordering}\` (\`ordering_key\`, \`id\`)`,
+  ];
+}
+
+/** Version 4 undone: the ordering index of version 3 again, without the generated column. One ALTER. */
+function mysqlOutboxV4RevertDdl({ table, quoted }: TableDdl): string[] {
+  const names = outboxIndexNames(table);
+  return [
+    `ALTER TABLE ${quoted}
+  DROP KEY \`${names.unfinished}\`,
+  DROP COLUMN \`${UNFINISHED_ORDERING_KEY}\`,
+  DROP KEY \`${names.ordering}\`,
+  ADD KEY \`${names.ordering}\` (\`ordering_key\`, \`status\`, \`id\`)`,
+  ];
+}
+
+/**
  * The archive of a table of `kind` (`retentionMode: 'archive'`): `request.table` names the
  * archived table (the archive's names derive from it), `request.quoted` the archive itself. Every
  * column of the table as it is at its latest schema version, without its unique keys (an id or a
@@ -164,6 +215,9 @@ export function mysqlSchemaSql(server: MysqlServer): SchemaSql {
     outboxV2Ddl: mysqlOutboxV2Ddl,
     // No partial indexes: version 3 is version 2 here.
     outboxV3Ddl: () => [],
+    outboxV4Ddl: mysqlOutboxV4Ddl,
+    outboxV4Column: UNFINISHED_ORDERING_KEY,
+    outboxV4RevertDdl: mysqlOutboxV4RevertDdl,
     inboxTableDdl: (request) => mysqlInboxTableDdl(request, server),
     archiveTableDdl: (kind, request) => mysqlArchiveTableDdl(kind, request, server),
     tableColumnsQuery: mysqlTableColumnsQuery,

@@ -1,6 +1,7 @@
 import { ClaimRef } from '../../engine/state-table';
 import { UNFINISHED_STATUSES } from '../../message/message-status';
-import { stateIndexNames } from '../../naming/index-names';
+import { outboxIndexNames, stateIndexNames } from '../../naming/index-names';
+import { UNFINISHED_ORDERING_KEY } from './mysql-schema';
 
 /**
  * The database's clock, in UTC whatever the session's time zone: every time column is a
@@ -55,21 +56,30 @@ export interface MysqlTable {
   name: string;
   /** `FORCE INDEX` of the claim index `(status, id, next_attempt_at)`. */
   useClaimIndex: string;
-  /** `FORCE INDEX` of the ordering index `([consumer,] ordering_key, status, id)`. */
+  /**
+   * The ordering index is on the generated `unfinished_ordering_key` (the outbox table from schema
+   * version 4); otherwise on `([consumer,] ordering_key, status, id)`.
+   */
+  unfinishedOrderingKey: boolean;
+  /** `FORCE INDEX` of the index the ordering rule probes: `(unfinished_ordering_key, id)` or `([consumer,] ordering_key, status, id)`. */
   useOrderingIndex: string;
   /** `FORCE INDEX (PRIMARY)`, for statements naming their rows by id. */
   usePrimaryKey: string;
 }
 
-/** @param quoted the table name as `qualifiedTable` gives it (a plain identifier, quoted) */
-export function mysqlTable(quoted: string): MysqlTable {
+/**
+ * @param quoted the table name as `qualifiedTable` gives it (a plain identifier, quoted)
+ * @param unfinishedOrderingKey the table has schema version 4's ordering index (outbox tables only)
+ */
+export function mysqlTable(quoted: string, unfinishedOrderingKey = false): MysqlTable {
   const name = quoted.split('.').pop()!.replace(/`/g, '');
   const indexes = stateIndexNames(name);
   return {
     quoted,
     name,
+    unfinishedOrderingKey,
     useClaimIndex: forceIndex(indexes.claimable),
-    useOrderingIndex: forceIndex(indexes.ordering),
+    useOrderingIndex: forceIndex(unfinishedOrderingKey ? outboxIndexNames(name).unfinished : indexes.ordering),
     usePrimaryKey: 'FORCE INDEX (PRIMARY)',
   };
 }
@@ -83,11 +93,17 @@ export function forceIndex(index: string): string {
  * The claim filter's ordering rule for candidate rows aliased `c`: a row with an ordering key is
  * claimable only when no earlier row of its key (and consumer, in the inbox) is unfinished.
  *
- * One probe per unfinished status: each is a lookup of (key, status) in the ordering index,
- * which passes over only the key's unfinished rows. A single `status IN (...)` probe walks the
- * key's whole finished history on MySQL and MariaDB, which have no partial indexes.
+ * On the version-4 outbox table one probe of `(unfinished_ordering_key, id)`, which holds the
+ * key's unfinished rows only. Otherwise one probe per unfinished status: each is a lookup of
+ * (key, status) in the ordering index, which passes over only the key's unfinished rows. A single
+ * `status IN (...)` probe walks the key's whole finished history on MySQL and MariaDB, which have
+ * no partial indexes.
  */
 export function mysqlOrderingRule(table: MysqlTable, scope: string | null): string {
+  if (table.unfinishedOrderingKey) {
+    return `(c.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${table.quoted} AS e ${table.useOrderingIndex}
+       WHERE ${scope ? `e.${scope} = c.${scope} AND ` : ''}e.${UNFINISHED_ORDERING_KEY} = c.ordering_key AND e.id < c.id))`;
+  }
   const probes = UNFINISHED_STATUSES.map(
     (status) => `NOT EXISTS (SELECT 1 FROM ${table.quoted} AS e ${table.useOrderingIndex}
        WHERE ${scope ? `e.${scope} = c.${scope} AND ` : ''}e.ordering_key = c.ordering_key AND e.status = '${status}' AND e.id < c.id)`,
@@ -95,8 +111,12 @@ export function mysqlOrderingRule(table: MysqlTable, scope: string | null): stri
   return `(c.ordering_key IS NULL OR (${probes.join(' AND ')}))`;
 }
 
-/** The number of unfinished rows after row `c` in its ordering key, probed per status as above. */
+/** The number of unfinished rows after row `c` in its ordering key, probed as above. */
 export function mysqlLaterUnfinishedCount(table: MysqlTable, scope: string | null): string {
+  if (table.unfinishedOrderingKey) {
+    return `(SELECT count(*) FROM ${table.quoted} AS w ${table.useOrderingIndex}
+       WHERE ${scope ? `w.${scope} = c.${scope} AND ` : ''}w.${UNFINISHED_ORDERING_KEY} = c.ordering_key AND w.id > c.id)`;
+  }
   const counts = UNFINISHED_STATUSES.map(
     (status) => `(SELECT count(*) FROM ${table.quoted} AS w ${table.useOrderingIndex}
        WHERE ${scope ? `w.${scope} = c.${scope} AND ` : ''}w.ordering_key = c.ordering_key AND w.status = '${status}' AND w.id > c.id)`,

@@ -18,7 +18,6 @@ import {
   mysqlLaterUnfinishedCount,
   mysqlOrderingRule,
   MysqlTable,
-  mysqlTable,
   NOW,
   NOW_MINUS,
   perRow,
@@ -93,11 +92,10 @@ export class MysqlStateTable extends SqlStateTable {
   protected readonly indexed: MysqlTable;
 
   /**
-   * @param quotedTable the quoted table name
+   * @param indexed the table with its index hints (`mysqlTable`)
    * @param scope the column that scopes message ids and ordering keys (`consumer` in the inbox)
    */
-  constructor(quotedTable: string, label: string, scope: MessageScope) {
-    const indexed = mysqlTable(quotedTable);
+  constructor(indexed: MysqlTable, label: string, scope: MessageScope) {
     super(indexed.quoted, label, scope, mysqlFlavour(indexed));
     this.indexed = indexed;
   }

@@ -42,8 +42,9 @@ export class MysqlDialect implements DatabaseDialect {
     return mysqlReportsNoTransaction(raw);
   }
 
-  outbox(quotedTable: string): OutboxDialect {
-    return new MysqlOutboxDialect(quotedTable, this.claimStrategy);
+  /** Version 4's ordering index where the table has it; version 3's statements, which need no other, before. */
+  outbox(quotedTable: string, schemaVersion?: number): OutboxDialect {
+    return new MysqlOutboxDialect(quotedTable, this.claimStrategy, schemaVersion === undefined || schemaVersion >= 4);
   }
 
   inbox(quotedTable: string): InboxDialect {

@@ -201,6 +201,8 @@ export const postgresSchemaSql: SchemaSql = {
   outboxV3Ddl: postgresOutboxV3Ddl,
   outboxV3PendingQuery: postgresOutboxV3PendingQuery,
   outboxV3RevertDdl: postgresOutboxV3RevertDdl,
+  // The ordering index is partial already: version 4 is version 3 here.
+  outboxV4Ddl: () => [],
   inboxTableDdl: postgresInboxTableDdl,
   archiveTableDdl: postgresArchiveTableDdl,
   tableColumnsQuery: postgresTableColumnsQuery,

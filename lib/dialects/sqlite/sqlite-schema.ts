@@ -168,6 +168,8 @@ export const sqliteSchemaSql: SchemaSql = {
   outboxTableDdl: sqliteOutboxTableDdl,
   outboxV2Ddl: sqliteOutboxV2Ddl,
   outboxV3Ddl: sqliteOutboxV3Ddl,
+  // The ordering index is partial already: version 4 is version 3 here.
+  outboxV4Ddl: () => [],
   inboxTableDdl: sqliteInboxTableDdl,
   archiveTableDdl: sqliteArchiveTableDdl,
   tableColumnsQuery: sqliteTableColumnsQuery,
