@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { InboxWorker } from '../../lib/entries/admin';
 import { WebhookInbox } from '../../lib/entries/webhooks';
 import type { WebhookChildConfig } from '../fixtures/webhook-process';
-import type { ChildExit } from '../support/child-app';
+import { ChildExit, TS_LOADER } from '../support/child-app';
 import { testDatabase } from '../support/database';
 import { createTestHttpApp, TestEffect } from '../support/test-app';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS, waitUntil } from '../support/wait';
@@ -47,9 +47,8 @@ process.once('exit', () => {
 
 /** Spawns `webhook-process.ts` as dispatcher children are spawned (child-app.ts), and waits until it listens. */
 async function startWebhookChild(config: WebhookChildConfig): Promise<WebhookChild> {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', FIXTURE, JSON.stringify(config)], {
+  const child = spawn(process.execPath, ['-r', TS_LOADER, FIXTURE, JSON.stringify(config)], {
     cwd: ROOT,
-    env: { ...process.env, TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json'), TS_NODE_TRANSPILE_ONLY: '1' },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   children.add(child);

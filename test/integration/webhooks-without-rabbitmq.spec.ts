@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
+import { TS_LOADER } from '../support/child-app';
 import { testDatabase } from '../support/database';
 import { STARTUP_TIMEOUT_MS, timeoutFor, WAIT_TIMEOUT_MS } from '../support/wait';
 
@@ -9,10 +10,7 @@ const database = testDatabase('it_webhooks_only');
 /** Runs a fixture in a child process to its end: its exit code and output. */
 function runFixture(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun) => {
-    const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json'), TS_NODE_TRANSPILE_ONLY: '1' },
-    });
+    const child = spawn(process.execPath, ['-r', TS_LOADER, ...args], { cwd: ROOT });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

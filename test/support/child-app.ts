@@ -10,6 +10,8 @@ import { STARTUP_TIMEOUT_MS, WAIT_TIMEOUT_MS } from './wait';
 const ROOT = resolve(__dirname, '../..');
 const FIXTURE = resolve(ROOT, 'test/fixtures/dispatcher-process.ts');
 const SKEW_CLOCK = resolve(ROOT, 'test/fixtures/skew-clock.ts');
+/** The `.ts` loader child processes start with (`-r`): ts-node's transpile-only output, kept on disk (see the file). */
+export const TS_LOADER = resolve(ROOT, 'test/support/cached-transpile.js');
 /** The variable `skew-clock.ts` reads the skew from. */
 const CLOCK_SKEW_ENV = 'TEST_CLOCK_SKEW_MS';
 
@@ -137,7 +139,7 @@ export class ChildApp {
     await prepareSessionIdentity(testDatabase(config.database.name, config.database.kind), name);
     const skewed = config.clockSkewMs !== undefined;
     // The clock is shifted before anything else loads, so no module keeps the true time.
-    const preload = ['-r', 'ts-node/register/transpile-only', ...(skewed ? ['-r', SKEW_CLOCK] : [])];
+    const preload = ['-r', TS_LOADER, ...(skewed ? ['-r', SKEW_CLOCK] : [])];
     // A whole TestDatabase may be passed as `database`: only its kind and name travel.
     const { kind, name: databaseName } = config.database;
     const json = JSON.stringify({ sessionName: name, ...config, database: { kind, name: databaseName } });
@@ -145,12 +147,7 @@ export class ChildApp {
     const flags = process.env.CHILD_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
     const child = spawn(process.execPath, [...flags, ...preload, FIXTURE, json], {
       cwd: ROOT,
-      env: {
-        ...process.env,
-        TS_NODE_PROJECT: resolve(ROOT, 'tsconfig.json'),
-        TS_NODE_TRANSPILE_ONLY: '1',
-        ...(skewed ? { [CLOCK_SKEW_ENV]: String(config.clockSkewMs) } : {}),
-      },
+      env: { ...process.env, ...(skewed ? { [CLOCK_SKEW_ENV]: String(config.clockSkewMs) } : {}) },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const app = new ChildApp(name, child);
