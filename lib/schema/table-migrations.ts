@@ -105,9 +105,9 @@ export function createOutboxTableV3Migration(tableName: string = DEFAULT_OUTBOX_
  * place of `(ordering_key, status, id)`, which every claim and every settle rewrote for every row.
  * Now a row without an ordering key never touches the ordering index after its insert, and one
  * with a key once, when it finishes. One ALTER that reads the table once and blocks writes to it
- * meanwhile. On PostgreSQL and SQLite,
- * whose ordering index is partial already, version 4 is version 3 and it changes nothing.
- * Reverting gives MySQL and MariaDB version 3's ordering index back.
+ * meanwhile. On PostgreSQL and SQLite, whose ordering index is partial already, version 4 is
+ * version 3 and it changes nothing. Reverting gives MySQL and MariaDB version 3's ordering index
+ * back.
  */
 export function createOutboxTableV4Migration(tableName: string = DEFAULT_OUTBOX_TABLE, timestamp = 1796515200000): MigrationClass {
   const table = assertTableName('tableName', tableName);
