@@ -34,7 +34,7 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
   constructor(
     quotedTable: string,
     private readonly claimStrategy: MysqlClaimStrategy,
-    unfinishedOrderingKey = true,
+    unfinishedOrderingKey: boolean,
   ) {
     super(mysqlTable(quotedTable, unfinishedOrderingKey), 'outbox', null);
   }

@@ -71,7 +71,7 @@ export interface MysqlTable {
  * @param quoted the table name as `qualifiedTable` gives it (a plain identifier, quoted)
  * @param unfinishedOrderingKey the table has schema version 4's ordering index (outbox tables only)
  */
-export function mysqlTable(quoted: string, unfinishedOrderingKey = false): MysqlTable {
+export function mysqlTable(quoted: string, unfinishedOrderingKey: boolean): MysqlTable {
   const name = quoted.split('.').pop()!.replace(/`/g, '');
   const indexes = stateIndexNames(name);
   return {
