@@ -2,7 +2,7 @@
 const ADDED_BY_VERSION: Record<number, string> = {
   2: 'transport and destination columns, lane index',
   3: 'on PostgreSQL, a business-key unique index over the rows that have one',
-  4: 'on MySQL and MariaDB, an ordering index over the keys of unfinished rows only',
+  4: 'on MySQL and MariaDB, an ordering index over the keys of unfinished rows only and a lane index leading with the status in place of the processing index',
 };
 
 /** What an upgrade from version `from` to the latest brings, in words. */

@@ -516,7 +516,7 @@ describe('nestjs-outbox CLI', () => {
         expect(text.stdout).toContain(
           version === 2
             ? 'Outbox table outbox_message: schema version 2 (works; the latest is 4: on PostgreSQL, a business-key unique index over the rows that have one; on MySQL'
-            : 'Outbox table outbox_message: schema version 3 (works; the latest is 4: on MySQL and MariaDB, an ordering index over the keys of unfinished rows only)',
+            : 'Outbox table outbox_message: schema version 3 (works; the latest is 4: on MySQL and MariaDB, an ordering index over the keys of unfinished rows only and a lane index leading with the status in place of the processing index)',
         );
         expect(text.stdout).not.toContain('Not ready');
         expect(text.stdout).toContain(`Next: nestjs-outbox migrate -d ${dataSourceJs}`);

@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { claimableOfStatus } from '../../lib/dialects/mysql/mysql-claim';
 import { CLAIMABLE_STATUSES } from '../../lib/message/message-status';
 import { mysqlTable } from '../../lib/dialects/mysql/mysql-sql';
+import { newestPendingSql } from '../../lib/dialects/mysql/mysql-pending-watch';
 import { outboxLaneClaimTarget } from '../../lib/dialects/mysql/mysql-outbox.dialect';
 import { resolveDialect } from '../../lib/dialects/resolve-dialect';
 import { createOutboxTableMigration, OUTBOX_MIGRATIONS } from '../../lib/schema/table-migrations';
@@ -56,7 +57,6 @@ describeOnMysql(`${SERVER.name} schema`, () => {
         'PRIMARY',
         'IDX_outbox_message_lane',
         'IDX_outbox_message_ordering',
-        'IDX_outbox_message_processing',
         'IDX_outbox_message_unfinished',
         'UQ_outbox_message_message_id',
         'UQ_outbox_message_type_biz_key',
@@ -126,6 +126,66 @@ describeOnMysql(`${SERVER.name} schema`, () => {
       const [status] = await session.query(`SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_key')`);
       const reads = (status as { Value: string }[]).reduce((sum, row) => sum + Number(row.Value), 0);
       expect(reads).toBeLessThan(2_000);
+    } finally {
+      await session.query(`DELETE FROM \`${OUTBOX_TABLE}\``);
+      await session.end();
+    }
+  });
+
+  it('finds PROCESSING rows and the newest PENDING row of each lane without reading retained history (no processing index)', async () => {
+    // 30 000 DONE rows, 300 PENDING and 100 PROCESSING rows claimed an hour ago, in two transports.
+    const session = await openSession(MIGRATED);
+    try {
+      const rows = (count: number, status: string) => `
+        INSERT INTO \`${OUTBOX_TABLE}\` (message_id, message_type, exchange, routing_key, payload, headers, status, max_attempts, next_attempt_at,
+                                         created_at, processed_at, claimed_at, claim_token, transport)
+        WITH d (v) AS (SELECT 0 UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+                       UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9),
+             n (i) AS (SELECT a.v + 10 * b.v + 100 * c.v + 1000 * e.v + 10000 * f.v FROM d a, d b, d c, d e, d f)
+        SELECT UUID(), 't', 'x', 'y', '{}', '{}', '${status}', 5, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6),
+               ${status === 'DONE' ? 'UTC_TIMESTAMP(6)' : 'NULL'}, UTC_TIMESTAMP(6) - INTERVAL 1 HOUR,
+               ${status === 'PROCESSING' ? "'old-claim'" : 'NULL'}, IF(i % 2 = 0, 'default', 'partners')
+        FROM n WHERE i < ${count} ORDER BY i`;
+      await session.query(rows(30_000, 'DONE'));
+      await session.query(rows(300, 'PENDING'));
+      await session.query(rows(100, 'PROCESSING'));
+      await session.query(`ANALYZE TABLE \`${OUTBOX_TABLE}\``);
+      const indexReads = async (sql: string): Promise<number> => {
+        await session.query('FLUSH STATUS');
+        await session.query(sql);
+        const [status] = await session.query(`SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_key', 'Handler_read_rnd_next')`);
+        return (status as { Value: string }[]).reduce((sum, row) => sum + Number(row.Value), 0);
+      };
+
+      // The pending watch, every 50 ms: one jump per transport, not one read per PENDING row.
+      const watch = newestPendingSql(mysqlTable(`\`${OUTBOX_TABLE}\``, true));
+      const [newest] = await session.query(watch);
+      expect((newest as { transport: string }[]).map((row) => row.transport).sort()).toEqual(['default', 'partners']);
+      expect(await indexReads(watch)).toBeLessThan(50);
+
+      // The stuck detector's, the health check's and a give-back's reads of PROCESSING rows, on one
+      // connection, whose session counters tell what each read.
+      const single = await openMariadb(MIGRATED, { synchronize: false, extra: { connectionLimit: 1 } });
+      try {
+        const outbox = (await resolveDialect(single)).outbox(`\`${OUTBOX_TABLE}\``, 4);
+        const readsOf = async (work: () => Promise<unknown>): Promise<number> => {
+          await single.query('FLUSH STATUS');
+          await work();
+          const status = await single.query(`SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_key', 'Handler_read_rnd_next')`);
+          return (status as { Value: string }[]).reduce((sum, row) => sum + Number(row.Value), 0);
+        };
+        let expired: unknown[] = [];
+        expect(await readsOf(async () => (expired = await outbox.findExpiredClaims(single, 60_000, 500)))).toBeLessThan(1_000);
+        expect(expired).toHaveLength(100);
+        let stale = -1;
+        expect(await readsOf(async () => (stale = (await outbox.healthCounts(single, 60_000)).staleProcessing))).toBeLessThan(1_000);
+        expect(stale).toBe(100);
+        expect(await readsOf(() => outbox.releaseClaim(single, 'old-claim'))).toBeLessThan(1_000);
+        const [left] = await session.query(`SELECT count(*) AS n FROM \`${OUTBOX_TABLE}\` WHERE status = 'PROCESSING'`);
+        expect(Number((left as { n: number }[])[0].n)).toBe(0);
+      } finally {
+        await single.destroy();
+      }
     } finally {
       await session.query(`DELETE FROM \`${OUTBOX_TABLE}\``);
       await session.end();

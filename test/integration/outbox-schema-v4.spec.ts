@@ -50,18 +50,26 @@ async function seedRows(db: TestDatabase): Promise<void> {
   await insertRow(db, MessageStatus.PENDING, 'parked');
 }
 
-/** The MySQL outbox table's indexes over ordering keys, as `name: columns`. */
-async function orderingIndexes(db: TestDatabase): Promise<Record<string, string>> {
+/** The MySQL outbox table's indexes that version 4 changes (ordering, lane, processing), as `name: columns`. */
+async function stateIndexes(db: TestDatabase): Promise<Record<string, string>> {
   const rows = await db.sql<{ Key_name: string; Column_name: string; Seq_in_index: number }>('SHOW INDEX FROM {outbox_message}');
   const indexes: Record<string, string[]> = {};
   for (const row of [...rows].sort((a, b) => Number(a.Seq_in_index) - Number(b.Seq_in_index))) {
-    if (/_(ordering|unfinished)$/.test(row.Key_name)) (indexes[row.Key_name] ??= []).push(row.Column_name);
+    if (/_(ordering|unfinished|lane|processing)$/.test(row.Key_name)) (indexes[row.Key_name] ??= []).push(row.Column_name);
   }
   return Object.fromEntries(Object.entries(indexes).map(([name, columns]) => [name, columns.join(', ')]));
 }
 
-const VERSION_3_INDEXES = { IDX_outbox_message_ordering: 'ordering_key, status, id' };
-const VERSION_4_INDEXES = { IDX_outbox_message_ordering: 'ordering_key, id', IDX_outbox_message_unfinished: 'unfinished_ordering_key, id' };
+const VERSION_3_INDEXES = {
+  IDX_outbox_message_ordering: 'ordering_key, status, id',
+  IDX_outbox_message_lane: 'transport, status, id, next_attempt_at',
+  IDX_outbox_message_processing: 'status, claimed_at',
+};
+const VERSION_4_INDEXES = {
+  IDX_outbox_message_ordering: 'ordering_key, id',
+  IDX_outbox_message_unfinished: 'unfinished_ordering_key, id',
+  IDX_outbox_message_lane: 'status, transport, id, next_attempt_at',
+};
 
 /** A DataSource of its own on `db` (no synchronize), with the outbox dialect built for the table as it is now. */
 async function withOutbox<T>(db: TestDatabase, work: (dataSource: DataSource, outbox: OutboxDialect) => Promise<T>): Promise<T> {
@@ -88,7 +96,7 @@ describe('Schema version 4 of the outbox table', () => {
   it(
     'version 3 still starts without synchronize, on MySQL with a warning naming the upgrade, and sends each key in write order',
     async () => {
-      if (mysql) expect(await orderingIndexes(database)).toEqual(VERSION_3_INDEXES);
+      if (mysql) expect(await stateIndexes(database)).toEqual(VERSION_3_INDEXES);
       const warn = jest.spyOn(Logger.prototype, 'warn');
       const app = await createAppOnExistingTables(database, { pollIntervalMs: 60_000 });
       try {
@@ -133,7 +141,7 @@ describe('Schema version 4 of the outbox table', () => {
       await runMigrations(database, OUTBOX_MIGRATIONS);
       expect(await database.statusCounts()).toEqual(before);
       if (!mysql) return;
-      expect(await orderingIndexes(database)).toEqual(VERSION_4_INDEXES);
+      expect(await stateIndexes(database)).toEqual(VERSION_4_INDEXES);
       const rows = await database.sql<Record<string, string | null>>('SELECT status, ordering_key, unfinished_ordering_key FROM {outbox_message}');
       for (const row of rows) {
         const unfinished = (UNFINISHED_STATUSES as readonly string[]).includes(row.status!);
@@ -169,7 +177,7 @@ describe('Schema version 4 of the outbox table', () => {
   it(
     'is a no-op when run again, also from two connections at once',
     async () => {
-      const shape = async () => (mysql ? orderingIndexes(database) : {});
+      const shape = async () => (mysql ? stateIndexes(database) : {});
       const before = await shape();
       await Promise.all([
         runMigrations(database, [createOutboxTableV4Migration('outbox_message', 1796515200001)]),
@@ -190,7 +198,7 @@ describe('Schema version 4, reverted, and upgraded from two connections at once'
       await reverted.reset();
       await runMigrations(reverted, [...toVersion3(), createOutboxTableV4Migration()], { revert: true });
       await seedRows(reverted);
-      if (mysql) expect(await orderingIndexes(reverted)).toEqual(VERSION_3_INDEXES);
+      if (mysql) expect(await stateIndexes(reverted)).toEqual(VERSION_3_INDEXES);
       const before = await reverted.statusCounts();
 
       const log = jest.spyOn(Logger.prototype, 'log');
@@ -206,7 +214,7 @@ describe('Schema version 4, reverted, and upgraded from two connections at once'
         expect(upgrades).toEqual(
           mysql
             ? [
-                'Upgraded the outbox table outbox_message from schema version 3 to 4 (on MySQL and MariaDB, an ordering index over the keys of unfinished rows only)',
+                'Upgraded the outbox table outbox_message from schema version 3 to 4 (on MySQL and MariaDB, an ordering index over the keys of unfinished rows only and a lane index leading with the status in place of the processing index)',
               ]
             : [],
         );
@@ -214,7 +222,7 @@ describe('Schema version 4, reverted, and upgraded from two connections at once'
         log.mockRestore();
       }
       expect(await reverted.statusCounts()).toEqual(before);
-      if (mysql) expect(await orderingIndexes(reverted)).toEqual(VERSION_4_INDEXES);
+      if (mysql) expect(await stateIndexes(reverted)).toEqual(VERSION_4_INDEXES);
     },
     timeoutFor(STARTUP_TIMEOUT_MS, STARTUP_TIMEOUT_MS),
   );
@@ -223,7 +231,7 @@ describe('Schema version 4, reverted, and upgraded from two connections at once'
     'two processes upgrading at once: one upgrades, the other finds it done',
     async () => {
       await runMigrations(reverted, [createOutboxTableV4Migration('outbox_message', 1796515200003)], { revert: true });
-      if (mysql) expect(await orderingIndexes(reverted)).toEqual(VERSION_3_INDEXES);
+      if (mysql) expect(await stateIndexes(reverted)).toEqual(VERSION_3_INDEXES);
       const sources = [0, 1].map(() => new DataSource({ ...reverted.dataSourceOptions(), synchronize: false }));
       await Promise.all(sources.map((source) => source.initialize()));
       try {
@@ -234,7 +242,7 @@ describe('Schema version 4, reverted, and upgraded from two connections at once'
       } finally {
         await Promise.all(sources.map((source) => source.destroy()));
       }
-      if (mysql) expect(await orderingIndexes(reverted)).toEqual(VERSION_4_INDEXES);
+      if (mysql) expect(await stateIndexes(reverted)).toEqual(VERSION_4_INDEXES);
     },
     timeoutFor(STARTUP_TIMEOUT_MS),
   );

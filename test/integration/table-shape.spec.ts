@@ -103,10 +103,12 @@ describe(`The library's tables on ${DATABASE_KIND}`, () => {
 
   it.each(Object.keys(EXPECTED) as (keyof typeof EXPECTED)[])('%s has the same columns, keys and indexes as on every other database', async (table) => {
     const shape = await catalogs[db.kind](db, table);
-    // Version 4 on MySQL and MariaDB, which have no partial indexes: the ordering index is on a generated column.
+    // Version 4 on MySQL and MariaDB, which have no partial indexes: the ordering index is on a
+    // generated column, and the lane index, leading with the status, finds PROCESSING rows.
+    const keysOnMysql = (keys: string[]) => [...keys.filter((key) => key !== 'IDX_outbox_message_processing'), 'IDX_outbox_message_unfinished'].sort();
     const expected =
       table === 'outbox_message' && (db.kind === 'mariadb' || db.kind === 'mysql')
-        ? { columns: [...EXPECTED[table].columns, 'unfinished_ordering_key'], keys: [...EXPECTED[table].keys, 'IDX_outbox_message_unfinished'].sort() }
+        ? { columns: [...EXPECTED[table].columns, 'unfinished_ordering_key'], keys: keysOnMysql(EXPECTED[table].keys) }
         : EXPECTED[table];
     expect({ columns: shape.columns, keys: [...shape.keys].sort() }).toEqual(expected);
   });

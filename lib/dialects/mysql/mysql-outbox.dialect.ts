@@ -29,14 +29,14 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
 
   /**
    * @param quotedTable the quoted table name
-   * @param unfinishedOrderingKey the table is of schema version 4: its ordering index is on the generated `unfinished_ordering_key`
+   * @param version4 the table is of schema version 4 (its indexes, `mysqlTable`)
    */
   constructor(
     quotedTable: string,
     private readonly claimStrategy: MysqlClaimStrategy,
-    unfinishedOrderingKey: boolean,
+    version4: boolean,
   ) {
-    super(mysqlTable(quotedTable, unfinishedOrderingKey), 'outbox', null);
+    super(mysqlTable(quotedTable, version4), 'outbox', null);
   }
 
   async insert(manager: EntityManager, row: NewOutboxRow): Promise<boolean> {
@@ -108,12 +108,16 @@ export class MysqlOutboxDialect extends MysqlStateTable implements OutboxDialect
 
   /** No NOTIFY here: a look at the newest PENDING ids every `probeIntervalMs` (`MysqlPendingWatch`). */
   async listen(dataSource: DataSource, signal: WakeupSignal, onSignal: () => void, onError: (error: Error) => void): Promise<() => Promise<void>> {
-    const watch = await MysqlPendingWatch.start(dataSource, this.table, outboxIndexNames(this.indexed.name).lane, signal.probeIntervalMs, onSignal, onError);
+    const watch = await MysqlPendingWatch.start(dataSource, this.indexed, signal.probeIntervalMs, onSignal, onError);
     return () => watch.stop();
   }
 }
 
-/** The rows one transport's claim may take: its own, through the lane index `(transport, status, id, next_attempt_at)`. */
+/**
+ * The rows one transport's claim may take: its own, through the lane index, `(status, transport,
+ * id, next_attempt_at)` at version 4 and `(transport, status, id, next_attempt_at)` before; both
+ * walk one status of one transport in id order.
+ */
 export function outboxLaneClaimTarget(table: MysqlTable, transport: string): ClaimTarget {
   return {
     table: { ...table, useClaimIndex: forceIndex(outboxIndexNames(table.name).lane) },

@@ -1,17 +1,18 @@
 import { DataSource } from 'typeorm';
 import { MessageStatus } from '../../message/message-status';
 import { execute } from '../sql-executor';
-import { forceIndex } from './mysql-sql';
+import { outboxIndexNames } from '../../naming/index-names';
+import { forceIndex, MysqlTable } from './mysql-sql';
 
 /** The longest `stop()` waits for a look in progress. */
 const STOP_WAIT_MS = 2_000;
 
 /**
  * MySQL and MariaDB have no NOTIFY: instead, another instance's commit is seen by reading, every
- * `intervalMs`, the newest PENDING id of each transport through the lane index
- * `(transport, status, id, …)` — an index-only loose scan, one row per transport, whatever the
- * retained history. A change of that list means rows were committed (or claimed) since the last
- * look, so the dispatchers are woken. Nothing is written: the publishing transaction pays nothing.
+ * `intervalMs`, the newest PENDING id of each transport through the lane index — an index-only
+ * loose scan, one row per transport, whatever the retained history or the backlog. A change of
+ * that list means rows were committed (or claimed) since the last look, so the dispatchers are
+ * woken. Nothing is written: the publishing transaction pays nothing.
  *
  * Transactional by construction: each probe is an autocommit consistent read, which sees only
  * committed rows, so a wake-up never runs ahead of the rows it announces. A row committed late
@@ -38,15 +39,12 @@ export class MysqlPendingWatch {
    */
   static async start(
     dataSource: DataSource,
-    table: string,
-    laneIndex: string,
+    table: MysqlTable,
     intervalMs: number,
     onChange: () => void,
     onError: (error: Error) => void,
   ): Promise<MysqlPendingWatch> {
-    const sql = `SELECT transport, CAST(MAX(id) AS CHAR) AS id FROM ${table} ${forceIndex(laneIndex)}
-                 WHERE status = '${MessageStatus.PENDING}' GROUP BY transport`;
-    const watch = new MysqlPendingWatch(dataSource, sql, intervalMs, onChange, onError);
+    const watch = new MysqlPendingWatch(dataSource, newestPendingSql(table), intervalMs, onChange, onError);
     watch.last = await watch.read();
     watch.schedule();
     return watch;
@@ -96,4 +94,16 @@ export class MysqlPendingWatch {
       .sort()
       .join(',');
   }
+}
+
+/**
+ * The newest PENDING id of each transport. The GROUP BY names the lane index's leading columns in
+ * its order, which is what lets the server jump from one transport to the next (a loose scan):
+ * `(status, transport, id, …)` at version 4, `(transport, status, id, …)` before. Grouped by the
+ * transport alone, version 4's index would be read over every PENDING row.
+ */
+export function newestPendingSql(table: MysqlTable): string {
+  const groupBy = table.outboxVersion4 ? 'status, transport' : 'transport';
+  return `SELECT transport, CAST(MAX(id) AS CHAR) AS id FROM ${table.quoted} ${forceIndex(outboxIndexNames(table.name).lane)}
+                 WHERE status = '${MessageStatus.PENDING}' GROUP BY ${groupBy}`;
 }

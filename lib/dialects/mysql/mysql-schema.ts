@@ -146,10 +146,19 @@ const UNFINISHED_ORDERING_KEY_COLUMN = `\`${UNFINISHED_ORDERING_KEY}\` varchar(2
  * on version 3 and left running across the upgrade) force it by name in their ordering probes,
  * which without it would fail; with it they stay right, only slower on keys with long histories.
  *
- * One ALTER, so atomic: a table has the column and both indexes, or neither, and the column alone
- * tells the version. It builds the indexes in place, reading the table once, but blocks writes to
- * it meanwhile (MariaDB 10.11 refuses LOCK=NONE when a virtual column is added together with
- * other changes). MySQL has no `ADD COLUMN IF NOT EXISTS`: run only on a table without the column.
+ * The same ALTER drops the processing index `(status, claimed_at)`, which every claim and every
+ * settle also moved, and puts `status` first in the lane index, `(status, transport, id,
+ * next_attempt_at)`: a claim walks one status of one transport in id order through either order,
+ * and the status-leading one also finds the PROCESSING rows (the stuck detector, the stale count,
+ * a claim given back) and serves the operators' status filters and counts, which the processing
+ * index served. The lane index keeps its name, which processes of the previous release force in
+ * their claims; their shutdown's give-back of a claim forced the processing index and fails
+ * without it, and the rows it would have given back are reclaimed when their lease runs out.
+ *
+ * One ALTER, so atomic: a table has the column and the new indexes, or none of them, and the
+ * column alone tells the version. It builds the indexes in place, reading the table once, but
+ * blocks writes to it meanwhile (MariaDB 10.11 refuses LOCK=NONE when a virtual column is added
+ * together with other changes). MySQL has no `ADD COLUMN IF NOT EXISTS`: run only on a table without the column.
  */
 function mysqlOutboxV4Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
@@ -158,11 +167,14 @@ function mysqlOutboxV4Ddl({ table, quoted }: TableDdl): string[] {
   ADD COLUMN ${UNFINISHED_ORDERING_KEY_COLUMN},
   ADD KEY \`${names.unfinished}\` (\`${UNFINISHED_ORDERING_KEY}\`, \`id\`),
   DROP KEY \`${names.ordering}\`,
-  ADD KEY \`${names.ordering}\` (\`ordering_key\`, \`id\`)`,
+  ADD KEY \`${names.ordering}\` (\`ordering_key\`, \`id\`),
+  DROP KEY \`${names.lane}\`,
+  ADD KEY \`${names.lane}\` (\`status\`, \`transport\`, \`id\`, \`next_attempt_at\`),
+  DROP KEY \`${names.processing}\``,
   ];
 }
 
-/** Version 4 undone: the ordering index of version 3 again, without the generated column. One ALTER. */
+/** Version 4 undone: the ordering, lane and processing indexes of version 3 again, without the generated column. One ALTER. */
 function mysqlOutboxV4RevertDdl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
   return [
@@ -170,7 +182,10 @@ function mysqlOutboxV4RevertDdl({ table, quoted }: TableDdl): string[] {
   DROP KEY \`${names.unfinished}\`,
   DROP COLUMN \`${UNFINISHED_ORDERING_KEY}\`,
   DROP KEY \`${names.ordering}\`,
-  ADD KEY \`${names.ordering}\` (\`ordering_key\`, \`status\`, \`id\`)`,
+  ADD KEY \`${names.ordering}\` (\`ordering_key\`, \`status\`, \`id\`),
+  DROP KEY \`${names.lane}\`,
+  ADD KEY \`${names.lane}\` (\`transport\`, \`status\`, \`id\`, \`next_attempt_at\`),
+  ADD KEY \`${names.processing}\` (\`status\`, \`claimed_at\`)`,
   ];
 }
 

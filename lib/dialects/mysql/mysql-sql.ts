@@ -57,29 +57,35 @@ export interface MysqlTable {
   /** `FORCE INDEX` of the claim index `(status, id, next_attempt_at)`. */
   useClaimIndex: string;
   /**
-   * The ordering index is on the generated `unfinished_ordering_key` (the outbox table from schema
-   * version 4); otherwise on `([consumer,] ordering_key, status, id)`.
+   * The outbox table at schema version 4: its ordering index is on the generated
+   * `unfinished_ordering_key`, its lane index leads with `status`, and it has no processing
+   * index. Otherwise (the inbox, an outbox before version 4) the ordering index is
+   * `([consumer,] ordering_key, status, id)` and PROCESSING rows are found through
+   * `(status, claimed_at)`.
    */
-  unfinishedOrderingKey: boolean;
+  outboxVersion4: boolean;
   /** `FORCE INDEX` of the index the ordering rule probes: `(unfinished_ordering_key, id)` or `([consumer,] ordering_key, status, id)`. */
   useOrderingIndex: string;
+  /** `FORCE INDEX` of the index that finds PROCESSING rows: the outbox's lane index `(status, transport, …)` at version 4, else `(status, claimed_at)`. */
+  useProcessingIndex: string;
   /** `FORCE INDEX (PRIMARY)`, for statements naming their rows by id. */
   usePrimaryKey: string;
 }
 
 /**
  * @param quoted the table name as `qualifiedTable` gives it (a plain identifier, quoted)
- * @param unfinishedOrderingKey the table has schema version 4's ordering index (outbox tables only)
+ * @param outboxVersion4 the table is an outbox table at schema version 4
  */
-export function mysqlTable(quoted: string, unfinishedOrderingKey: boolean): MysqlTable {
+export function mysqlTable(quoted: string, outboxVersion4: boolean): MysqlTable {
   const name = quoted.split('.').pop()!.replace(/`/g, '');
   const indexes = stateIndexNames(name);
   return {
     quoted,
     name,
-    unfinishedOrderingKey,
+    outboxVersion4,
     useClaimIndex: forceIndex(indexes.claimable),
-    useOrderingIndex: forceIndex(unfinishedOrderingKey ? outboxIndexNames(name).unfinished : indexes.ordering),
+    useOrderingIndex: forceIndex(outboxVersion4 ? outboxIndexNames(name).unfinished : indexes.ordering),
+    useProcessingIndex: forceIndex(outboxVersion4 ? outboxIndexNames(name).lane : indexes.processing),
     usePrimaryKey: 'FORCE INDEX (PRIMARY)',
   };
 }
@@ -100,7 +106,7 @@ export function forceIndex(index: string): string {
  * no partial indexes.
  */
 export function mysqlOrderingRule(table: MysqlTable, scope: string | null): string {
-  if (table.unfinishedOrderingKey) {
+  if (table.outboxVersion4) {
     return `(c.ordering_key IS NULL OR NOT EXISTS (SELECT 1 FROM ${table.quoted} AS e ${table.useOrderingIndex}
        WHERE ${scope ? `e.${scope} = c.${scope} AND ` : ''}e.${UNFINISHED_ORDERING_KEY} = c.ordering_key AND e.id < c.id))`;
   }
@@ -113,7 +119,7 @@ export function mysqlOrderingRule(table: MysqlTable, scope: string | null): stri
 
 /** The number of unfinished rows after row `c` in its ordering key, probed as above. */
 export function mysqlLaterUnfinishedCount(table: MysqlTable, scope: string | null): string {
-  if (table.unfinishedOrderingKey) {
+  if (table.outboxVersion4) {
     return `(SELECT count(*) FROM ${table.quoted} AS w ${table.useOrderingIndex}
        WHERE ${scope ? `w.${scope} = c.${scope} AND ` : ''}w.${UNFINISHED_ORDERING_KEY} = c.ordering_key AND w.id > c.id)`;
   }

@@ -2,7 +2,6 @@ import { DataSource } from 'typeorm';
 import { ArchiveTable, ChangeBatch, ChangeBatchOutcome, MessageChange, MessageFilter } from '../../engine/state-table';
 import { MessageStatus } from '../../message/message-status';
 import { assertMovedWhole } from '../archive-batch';
-import { stateIndexNames } from '../../naming/index-names';
 import { changeAssignments, changeCandidatesSql, changedStatuses, highestId } from '../message-change-sql';
 import { FilterFlavour, filterConditions, LIKE_ESCAPE, likeContaining, SqlParams } from '../message-filter-sql';
 import { MessageScope } from '../message-ref-sql';
@@ -12,7 +11,6 @@ import { noPerClaimValues, StateTableFlavour } from '../state-table-flavour';
 import { FINISHED_SQL } from '../status-sql';
 import {
   claimFence,
-  forceIndex,
   isoTime,
   microseconds,
   mysqlLaterUnfinishedCount,
@@ -60,7 +58,7 @@ function mysqlFlavour(table: MysqlTable): StateTableFlavour {
     selectId: (column) => `CAST(${column} AS CHAR)`,
     selectTime: isoTime,
     readTime: (value) => toDate(value as string | null),
-    byClaimToken: forceIndex(stateIndexNames(table.name).processing),
+    byClaimToken: table.useProcessingIndex,
     orderingRule: (scope) => mysqlOrderingRule(table, scope),
     laterUnfinishedCount: (scope) => mysqlLaterUnfinishedCount(table, scope),
     updateClaims(claims, values, set) {
