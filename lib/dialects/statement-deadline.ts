@@ -25,21 +25,26 @@ export function statementDeadline(): number | undefined {
  * stopped answering, and costs nothing on the wire. On timeout the connection is destroyed: its
  * reply may still come, so it must never carry another statement, and the pool drops it.
  */
-export async function boundedQuery<T>(runner: QueryRunner, query: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+export function boundedQuery<T>(runner: QueryRunner, query: Promise<T>, timeoutMs: number): Promise<T> {
+  // One promise and one callback pair, not a race of two promises inside an async function: a
+  // publish runs this on every statement, and each promise is an async hook call in an application.
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
       destroyConnection(runner);
       reject(new DatabaseTimeoutError(timeoutMs));
     }, timeoutMs);
+    // Settling again after the timeout is a no-op: the abandoned query's failure is not unhandled.
+    query.then(
+      (result) => {
+        clearTimeout(timer);
+        resolve(result);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
   });
-  // The abandoned query fails as its connection is destroyed: not an unhandled rejection.
-  query.catch(() => undefined);
-  try {
-    return await Promise.race([query, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The parts of TypeORM's query runners and the drivers' connections that close a connection for good. */
