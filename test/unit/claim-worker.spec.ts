@@ -95,6 +95,11 @@ class FakeQueue {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A repeatable sequence of numbers in [0, 1) (a linear congruential generator). */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+}
 /** Longer than any test lasts: a trigger beside busy loops then waits for one of them. */
 const NEVER_BESIDE_MS = 60_000;
 
@@ -259,6 +264,66 @@ describe('ClaimWorker', () => {
     expect(queue.due.sort()).toEqual([1, 2, 3]);
     await worker.drain();
     expect(queue.processed.sort()).toEqual([1, 2, 3]);
+  });
+
+  it('resolves drain() only once every batch is processed, with every row due before it, whatever the interleaving', async () => {
+    // Claims and batches take a random few milliseconds, and commits and polls trigger at random
+    // moments, as on a loaded machine: a drain must never resolve while a batch is still being
+    // processed, or before a row committed ahead of it is processed (what OutboxTestKit.flush()
+    // builds on).
+    for (let seed = 1; seed <= 8; seed++) {
+      const random = seeded(seed);
+      const pause = (maxMs: number) => sleep(Math.floor(random() * maxMs));
+      const due: number[] = [];
+      const processed = new Set<number>();
+      let processing = 0;
+      const errors: string[] = [];
+      const worker = new ClaimWorker<Row>({
+        besideBusyLoopsAfterMs: Math.floor(random() * 5),
+        dataSource: undefined as never,
+        leaseMs: 60_000,
+        renewIntervalMs: 20_000,
+        table: { label: 'fake', renew: async (_: unknown, rows: Row[]) => rows.length } as unknown as StateTable,
+        batchSize: 1 + Math.floor(random() * 3),
+        concurrency: 1 + Math.floor(random() * 3),
+        processTimeoutMs: 1_000,
+        logger: { error: (message: string) => errors.push(message), warn: () => undefined, log: () => undefined } as unknown as Logger,
+        claim: async (limit, claimToken) => {
+          await pause(3);
+          // Taken (locked) here; the claim's commit comes later.
+          const rows = due.splice(0, limit);
+          await pause(3);
+          return rows.map((n) => ({ id: String(n), claimToken, attempts: 0, maxAttempts: 1, orderingKey: null }));
+        },
+        process: async (batch) => {
+          processing++;
+          await pause(4);
+          for (const row of batch) processed.add(Number(row.id));
+          processing--;
+        },
+      });
+      let polling = true;
+      const polls = (async () => {
+        while (polling) {
+          await sleep(5 + Math.floor(random() * 20));
+          worker.trigger();
+        }
+      })();
+      let next = 1;
+      for (let round = 0; round < 20; round++) {
+        const committed = Array.from({ length: Math.floor(random() * 4) }, () => next++);
+        due.push(...committed);
+        if (random() < 0.7) worker.trigger(); // the commit's wake-up; without it, only drain() and polls claim
+        if (random() < 0.5) await pause(3);
+        await worker.drain();
+        expect({ seed, round, processing }).toEqual({ seed, round, processing: 0 });
+        expect(committed.filter((n) => !processed.has(n))).toEqual([]);
+      }
+      polling = false;
+      await polls;
+      await worker.stop();
+      expect(errors).toEqual([]);
+    }
   });
 
   describe('rows handed off, claimed already', () => {
