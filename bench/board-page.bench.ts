@@ -1,11 +1,12 @@
 import { INestApplication } from '@nestjs/common';
 import { OutboxBoardModule } from '../lib/board';
-import { freshSchema, sql } from '../test/support/database';
+import { freshSchema, namespaced, sql } from '../test/support/database';
 import { createTestHttpApp } from '../test/support/test-app';
 import { summarise } from './support/stats';
 
 /** Under the test namespace prefix, as the app's schema is (see test/support/database.ts). */
-const SCHEMA = `${process.env.TEST_NAMESPACE_PREFIX ?? ''}bench_board`;
+/** Prefixed as the test app prefixes it (`TEST_NAMESPACE_PREFIX`), so the raw SQL and the app meet. */
+const SCHEMA = namespaced('bench_board');
 const ROWS = Number(process.env.BENCH_BOARD_ROWS ?? 1_000_000);
 const REQUESTS = Number(process.env.BENCH_BOARD_REQUESTS ?? 30);
 const WARMUP = 3;

@@ -4,13 +4,14 @@ import { DataSource } from 'typeorm';
 import { qualifiedTable, resolveDialect } from '../lib/dialects/resolve-dialect';
 import { OutboxDialect } from '../lib/dialects/outbox-dialect';
 import { CLAIMABLE_SQL } from '../lib/dialects/status-sql';
-import { freshSchema, sql } from '../test/support/database';
+import { freshSchema, namespaced, sql } from '../test/support/database';
 import { POSTGRES_URL } from '../test/support/environment';
 import { createTestApp } from '../test/support/test-app';
 import { BENCH_BODY } from './support/broker';
 import { summarise } from './support/stats';
 
-const SCHEMA = 'bench_claim';
+/** Prefixed as the test app prefixes it (`TEST_NAMESPACE_PREFIX`), so the raw SQL and the app meet. */
+const SCHEMA = namespaced('bench_claim');
 /** The library's default table, with only the PENDING backlog. */
 const FRESH_TABLE = 'outbox_message';
 /** A second outbox table made by the library (`tableName`), with the retained history below the same backlog. */

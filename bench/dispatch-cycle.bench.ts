@@ -3,7 +3,7 @@ import { OutboxDispatcher } from '../lib/entries/admin';
 import { OUTBOX_TRANSPORT } from '../lib/naming/injection-tokens';
 import { CapturingOutboxTransport } from '../lib/testing';
 import { Client } from 'pg';
-import { freshSchema } from '../test/support/database';
+import { freshSchema, namespaced } from '../test/support/database';
 import { POSTGRES_URL } from '../test/support/environment';
 import { createTestApp } from '../test/support/test-app';
 import { AllocationProfile } from './support/allocation-profile';
@@ -12,7 +12,8 @@ import { CpuMeter, SERVER_COMMANDS } from './support/process-cpu';
 import { PostgresBacklog } from './support/postgres-backlog';
 import { summarise } from './support/stats';
 
-const SCHEMA = 'bench_dispatch_cycle';
+/** Prefixed as the test app prefixes it (`TEST_NAMESPACE_PREFIX`), so the raw SQL and the app meet. */
+const SCHEMA = namespaced('bench_dispatch_cycle');
 const EXCHANGE = 'bench_dispatch_cycle';
 /** Rows per drain: enough claims of the smallest batch to average over, few enough to stay quick. */
 const ROWS = Number(process.env.BENCH_CYCLE_ROWS ?? 6_000);

@@ -10,13 +10,14 @@ import { ClsModule } from 'nestjs-cls';
 import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import { createInboxTableMigration, InboxHandler, OutboxModule } from '../lib';
-import { freshSchema, sql, testDatabase } from '../test/support/database';
+import { freshSchema, namespaced, sql, testDatabase } from '../test/support/database';
 import { AMQP_URL, POSTGRES_URL } from '../test/support/environment';
 import { runExclusively } from '../test/support/exclusive-run';
 import { BenchBroker, waitForCount } from './support/amqp';
 import { formatRate, summarise } from './support/stats';
 
-const SCHEMA = 'bench_inbox';
+/** Prefixed as the test app prefixes it (`TEST_NAMESPACE_PREFIX`), so the raw SQL and the app meet. */
+const SCHEMA = namespaced('bench_inbox');
 const EXCHANGE = 'bench_inbox';
 const LIB_QUEUE = 'bench_inbox.library';
 const LIB_ROUTING_KEY = 'bench.inbox.library';

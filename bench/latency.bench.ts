@@ -1,14 +1,15 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { OutboxModuleOptionsInput, OutboxService } from '../lib';
-import { freshSchema } from '../test/support/database';
+import { freshSchema, namespaced } from '../test/support/database';
 import { createTestApp } from '../test/support/test-app';
 import { BENCH_BODY, BenchQueue } from './support/broker';
 import { offer, Publish, RunResult, startConsumer, Timings } from './support/open-loop-latency';
 import { startRawPipeline } from './support/raw-latency-pipeline';
 import { summarise, Summary } from './support/stats';
 
-const SCHEMA = 'bench_latency';
+/** Prefixed as the test app prefixes it (`TEST_NAMESPACE_PREFIX`), so the raw SQL and the app meet. */
+const SCHEMA = namespaced('bench_latency');
 const EXCHANGE = 'bench_latency';
 const QUEUE = 'bench_latency';
 /** The rates the figures are asked for; e.g. `BENCH_LATENCY_RATES=200,1000,2000` adds a point between. */

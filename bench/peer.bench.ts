@@ -11,13 +11,14 @@ import {
 } from 'pg-transactional-outbox';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freshSchema, sql, testDatabase } from '../test/support/database';
+import { freshSchema, namespaced, sql, testDatabase } from '../test/support/database';
 import { POSTGRES_URL } from '../test/support/environment';
 import { runExclusively } from '../test/support/exclusive-run';
 import { BenchBroker } from './support/amqp';
 import { summarise } from './support/stats';
 
-const SCHEMA = 'bench_peer';
+/** Prefixed as the test app prefixes it (`TEST_NAMESPACE_PREFIX`), so the raw SQL and the app meet. */
+const SCHEMA = namespaced('bench_peer');
 const TABLE = 'outbox';
 const NEXT_MESSAGES_FUNCTION = 'next_outbox_messages';
 const EXCHANGE = 'bench_peer';

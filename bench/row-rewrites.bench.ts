@@ -3,13 +3,14 @@ import { DataSource } from 'typeorm';
 import { OutboxDialect } from '../lib/dialects/outbox-dialect';
 import { qualifiedTable, resolveDialect } from '../lib/dialects/resolve-dialect';
 import { CLAIMABLE_SQL, orderingRule } from '../lib/dialects/status-sql';
-import { freshSchema, sql, testDatabase } from '../test/support/database';
+import { freshSchema, namespaced, sql, testDatabase } from '../test/support/database';
 import { createTestApp } from '../test/support/test-app';
 import { BENCH_BODY } from './support/broker';
 import { statCpuMicros } from './support/proc-stat';
 import { summarise } from './support/stats';
 
-const SCHEMA = 'bench_rewrites';
+/** Prefixed as the test app prefixes it (`TEST_NAMESPACE_PREFIX`), so the raw SQL and the app meet. */
+const SCHEMA = namespaced('bench_rewrites');
 const ROWS = Number(process.env.BENCH_REWRITES_ROWS ?? 40_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const BATCH = 500;
