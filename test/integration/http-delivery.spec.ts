@@ -256,12 +256,11 @@ describe('HTTP delivery', () => {
       expect(given.lastError).toMatch(/^Error: endpoint "hung" did not answer within 500 ms <- caused by .*TimeoutError/);
       const attempts = receiver.attemptsOf(messageId);
       expect(attempts).toHaveLength(3);
-      // The client gave up on each request after the endpoint's timeout, long before sendTimeoutMs.
+      // The client gave up on each request, long before sendTimeoutMs: the errors above name the
+      // endpoint's timeout as the cause. (No lower bound: the receiver stamps a request when it
+      // reads it, which on a loaded machine can be well after the client's timer started.)
       await waitUntil(() => attempts.every((attempt) => attempt.closedAt !== undefined), 'every hung request was abandoned by the client');
-      for (const attempt of attempts) {
-        expect(attempt.closedAt! - attempt.at).toBeLessThan(SEND_TIMEOUT_MS - 500);
-        expect(attempt.closedAt! - attempt.at).toBeGreaterThan(HUNG_TIMEOUT_MS - 100);
-      }
+      for (const attempt of attempts) expect(attempt.closedAt! - attempt.at).toBeLessThan(SEND_TIMEOUT_MS - 500);
     },
     timeoutFor(4 * WAIT_TIMEOUT_MS),
   );
