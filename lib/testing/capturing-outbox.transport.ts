@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { TransportUnavailableError } from '../errors/transport.errors';
 import type { OutboxTransport, OutgoingMessage } from '../message/outbox-transport';
 
 /** A message the dispatcher sent through `CapturingOutboxTransport`, with its payload parsed. */
@@ -84,7 +85,9 @@ export class CapturingOutboxTransport implements OutboxTransport {
 
   /**
    * While unavailable the dispatcher claims nothing (messages stay PENDING and spend no attempts);
-   * made available again, it is told so and dispatches at once, as after a broker outage.
+   * made available again, it is told so and dispatches at once, as after a broker outage. A send
+   * of a claim that was already under way is refused with `TransportUnavailableError`, as a real
+   * transport refuses it once its broker is gone: the message is given back, no attempt spent.
    */
   setAvailable(available: boolean): void {
     const returning = available && !this.available;
@@ -102,6 +105,7 @@ export class CapturingOutboxTransport implements OutboxTransport {
   }
 
   async send(message: OutgoingMessage): Promise<void> {
+    if (!this.available) throw new TransportUnavailableError(`CapturingOutboxTransport: unavailable, as the test asked; ${message.messageId} was not sent`);
     // Copied: the dispatcher's claimed row carries more than a transport is given.
     const outgoing: OutgoingMessage & { bizKey: string | null; orderingKey: string | null } = {
       messageId: message.messageId,
