@@ -129,11 +129,13 @@ describe(`Table options on ${DATABASE_KIND}`, () => {
       for (const kind of ['outbox', 'inbox'] as TableKind[]) {
         // MariaDB/MySQL name every primary key PRIMARY.
         // The outbox's claimable index is made by version 1 and, but on PostgreSQL, replaced by the lane index in version 2.
-        // Its index of unfinished ordering keys is MySQL's and MariaDB's (version 4).
+        // Its index of unfinished ordering keys is MySQL's and MariaDB's (version 4), whose version 4
+        // also drops its processing index (the lane index finds PROCESSING rows there).
         const mysql = database.kind === 'mariadb' || database.kind === 'mysql';
         const expected = derivedNames(kind, tables[kind])
           .filter((name) => !(kind === 'outbox' && name.endsWith('_claimable') && database.kind !== 'postgres'))
           .filter((name) => !(kind === 'outbox' && name.endsWith('_unfinished') && !mysql))
+          .filter((name) => !(kind === 'outbox' && name.endsWith('_processing') && mysql))
           .map((name) => (name.startsWith('PK_') && database.kind !== 'postgres' ? 'PRIMARY' : name));
         const listed = await indexNames(tables[kind]);
         if (database.kind === 'sqlite') {
