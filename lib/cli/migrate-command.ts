@@ -1,3 +1,4 @@
+import { SchemaSql } from '../dialects/schema-sql';
 import { createTable } from '../schema/create-tables-at-startup';
 import { LATEST_OUTBOX_VERSION, upgradeOutboxTable } from '../schema/outbox-schema-version';
 import { outboxUpgradeSummary } from '../schema/outbox-upgrade-summary';
@@ -58,7 +59,7 @@ Examples:
         inbox: { table: connection.tables.inbox, action: actions.inbox },
       };
       if (values.json) printJson(output, result);
-      else output.out(`Database: ${result.database}\n${describeActions(result)}`);
+      else output.out(`Database: ${result.database}\n${describeActions(result, connection.dialect.schemaSql)}`);
       return ExitCode.OK;
     }),
 };
@@ -102,10 +103,13 @@ async function migrate(
   });
 }
 
-function describeActions(result: {
-  outbox: { table: string; action: MigrateAction; fromSchemaVersion: number | null };
-  inbox: { table: string; action: MigrateAction };
-}): string {
+function describeActions(
+  result: {
+    outbox: { table: string; action: MigrateAction; fromSchemaVersion: number | null };
+    inbox: { table: string; action: MigrateAction };
+  },
+  schemaSql: SchemaSql,
+): string {
   const { outbox, inbox } = result;
   if (outbox.action === 'none' && inbox.action === 'none') {
     return `Nothing to do: the outbox table ${outbox.table} is at schema version ${LATEST_OUTBOX_VERSION} and the inbox table ${inbox.table} exists.\n`;
@@ -114,7 +118,7 @@ function describeActions(result: {
   if (outbox.action === 'created') lines.push(`Created the outbox table ${outbox.table} (schema version ${LATEST_OUTBOX_VERSION}).`);
   if (outbox.action === 'upgraded')
     lines.push(
-      `Upgraded the outbox table ${outbox.table} from schema version ${outbox.fromSchemaVersion} to ${LATEST_OUTBOX_VERSION} (${outboxUpgradeSummary(outbox.fromSchemaVersion ?? 0)}).`,
+      `Upgraded the outbox table ${outbox.table} from schema version ${outbox.fromSchemaVersion} to ${LATEST_OUTBOX_VERSION} (${outboxUpgradeSummary(schemaSql, outbox.fromSchemaVersion ?? 0)}).`,
     );
   if (outbox.action === 'none') lines.push(`The outbox table ${outbox.table} is at schema version ${LATEST_OUTBOX_VERSION} already.`);
   lines.push(inbox.action === 'created' ? `Created the inbox table ${inbox.table}.` : `The inbox table ${inbox.table} exists already.`);

@@ -54,7 +54,10 @@ async function statusReport(connection: CliConnection): Promise<StatusReport> {
       ...tableStatus(schemas.outbox),
       schemaVersion: schemas.outbox.version ?? (schemas.outbox.state as 'missing' | 'unrecognised'),
       latestSchemaVersion: LATEST_OUTBOX_VERSION,
-      upgrade: schemas.outbox.state === 'behind' || schemas.outbox.state === 'upgradable' ? outboxUpgradeSummary(schemas.outbox.version ?? 0) : null,
+      upgrade:
+        schemas.outbox.state === 'behind' || schemas.outbox.state === 'upgradable'
+          ? outboxUpgradeSummary(connection.dialect.schemaSql, schemas.outbox.version ?? 0)
+          : null,
       stats: outbox && outboxStats(outbox),
     },
     inbox: { ...tableStatus(schemas.inbox), stats: inbox && inboxStats(inbox) },

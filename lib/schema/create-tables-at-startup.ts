@@ -38,7 +38,7 @@ export async function createTablesAtStartup(dataSource: DataSource, dialect: Dat
   // A table made just now runs version 1's statements, then each upgrade's: that is a creation, not an upgrade.
   if (upgradedFrom !== null && !created.includes(tables.outbox)) {
     logger.log(
-      `Upgraded the outbox table ${tables.outbox} from schema version ${upgradedFrom} to ${LATEST_OUTBOX_VERSION} (${outboxUpgradeSummary(upgradedFrom)})`,
+      `Upgraded the outbox table ${tables.outbox} from schema version ${upgradedFrom} to ${LATEST_OUTBOX_VERSION} (${outboxUpgradeSummary(dialect.schemaSql, upgradedFrom)})`,
     );
   }
 }

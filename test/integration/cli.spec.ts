@@ -515,8 +515,8 @@ describe('nestjs-outbox CLI', () => {
         const version = database.kind === 'postgres' ? 2 : 3;
         expect(text.stdout).toContain(
           version === 2
-            ? 'Outbox table outbox_message: schema version 2 (works; the latest is 4: on PostgreSQL, a business-key unique index over the rows that have one; on MySQL'
-            : 'Outbox table outbox_message: schema version 3 (works; the latest is 4: on MySQL and MariaDB, an ordering index over the keys of unfinished rows only and a lane index leading with the status in place of the processing index)',
+            ? 'Outbox table outbox_message: schema version 2 (works; the latest is 4: a business-key unique index over the rows that have one)'
+            : 'Outbox table outbox_message: schema version 3 (works; the latest is 4: an ordering index over the keys of unfinished rows only, and a lane index leading with the status in place of the processing index)',
         );
         expect(text.stdout).not.toContain('Not ready');
         expect(text.stdout).toContain(`Next: nestjs-outbox migrate -d ${dataSourceJs}`);

@@ -214,7 +214,7 @@ describe('Schema version 4, reverted, and upgraded from two connections at once'
         expect(upgrades).toEqual(
           mysql
             ? [
-                'Upgraded the outbox table outbox_message from schema version 3 to 4 (on MySQL and MariaDB, an ordering index over the keys of unfinished rows only and a lane index leading with the status in place of the processing index)',
+                'Upgraded the outbox table outbox_message from schema version 3 to 4 (an ordering index over the keys of unfinished rows only, and a lane index leading with the status in place of the processing index)',
               ]
             : [],
         );
