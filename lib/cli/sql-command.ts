@@ -1,4 +1,4 @@
-import { createTableDdl, TableDdl } from '../dialects/schema-sql';
+import { createTableDdl, outboxUpgradeDdl, TableDdl } from '../dialects/schema-sql';
 import { MysqlDialect } from '../dialects/mysql/mysql.dialect';
 import { qualifiedTable } from '../dialects/resolve-dialect';
 import { TableNames } from '../naming/table-names';
@@ -124,9 +124,9 @@ export function statementsBetween(source: DdlSource, tables: TableNames, range: 
   const request = (table: string): TableDdl => ({ table, quoted: source.quoted(table), ifNotExists });
   const versions: Record<number, () => string[]> = {
     1: () => [...createTableDdl(source.ddl, 'outbox', request(tables.outbox)), ...createTableDdl(source.ddl, 'inbox', request(tables.inbox))],
-    2: () => source.ddl.outboxV2Ddl(request(tables.outbox)),
-    3: () => source.ddl.outboxV3Ddl(request(tables.outbox)),
-    4: () => source.ddl.outboxV4Ddl(request(tables.outbox)),
+    2: () => outboxUpgradeDdl(source.ddl, 2, request(tables.outbox)),
+    3: () => outboxUpgradeDdl(source.ddl, 3, request(tables.outbox)),
+    4: () => outboxUpgradeDdl(source.ddl, 4, request(tables.outbox)),
   };
   const statements: string[] = [];
   for (let version = range.from + 1; version <= range.to; version++) statements.push(...versions[version]());

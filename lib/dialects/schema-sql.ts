@@ -103,3 +103,9 @@ export interface SchemaSql {
 export function createTableDdl(sql: SchemaSql, kind: TableKind, request: TableDdl): string[] {
   return kind === 'outbox' ? sql.outboxTableDdl(request) : sql.inboxTableDdl(request);
 }
+
+/** The statements taking an outbox table from schema version `version - 1` to `version` (2 to 4); none where that version changes nothing on this database. */
+export function outboxUpgradeDdl(sql: SchemaSql, version: 2 | 3 | 4, request: TableDdl): string[] {
+  if (version === 2) return sql.outboxV2Ddl(request);
+  return version === 3 ? sql.outboxV3Ddl(request) : sql.outboxV4Ddl(request);
+}

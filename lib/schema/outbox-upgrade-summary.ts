@@ -1,13 +1,10 @@
-import { SchemaSql, TableDdl } from '../dialects/schema-sql';
+import { outboxUpgradeDdl, SchemaSql, TableDdl } from '../dialects/schema-sql';
 
 /** What each schema version of the outbox table adds where it changes anything, for logs and the CLI. */
-const ADDED_BY_VERSION: Record<number, { added: string; ddl: (schemaSql: SchemaSql, request: TableDdl) => string[] }> = {
-  2: { added: 'transport and destination columns, lane index', ddl: (schemaSql, request) => schemaSql.outboxV2Ddl(request) },
-  3: { added: 'a business-key unique index over the rows that have one', ddl: (schemaSql, request) => schemaSql.outboxV3Ddl(request) },
-  4: {
-    added: 'an ordering index over the keys of unfinished rows only, and a lane index leading with the status in place of the processing index',
-    ddl: (schemaSql, request) => schemaSql.outboxV4Ddl(request),
-  },
+const ADDED_BY_VERSION: Record<2 | 3 | 4, string> = {
+  2: 'transport and destination columns, lane index',
+  3: 'a business-key unique index over the rows that have one',
+  4: 'an ordering index over the keys of unfinished rows only, and a lane index leading with the status in place of the processing index',
 };
 
 /** Any table: only whether a version has statements on this database matters, not their text. */
@@ -19,8 +16,7 @@ const ANY_TABLE: TableDdl = { table: 'outbox_message', quoted: 'outbox_message',
  * on PostgreSQL and SQLite) adds nothing to say.
  */
 export function outboxUpgradeSummary(schemaSql: SchemaSql, from: number): string {
-  const added = Object.entries(ADDED_BY_VERSION)
-    .filter(([version, { ddl }]) => Number(version) > from && ddl(schemaSql, ANY_TABLE).length > 0)
-    .map(([, { added }]) => added);
+  const versions = ([2, 3, 4] as const).filter((version) => version > from && outboxUpgradeDdl(schemaSql, version, ANY_TABLE).length > 0);
+  const added = versions.map((version) => ADDED_BY_VERSION[version]);
   return added.length > 0 ? added.join('; ') : 'no statement changes the table on this database';
 }
