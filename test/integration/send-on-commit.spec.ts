@@ -414,8 +414,10 @@ describe('Sending on commit', () => {
         await probe.flush();
         expect(new Set(probe.messageIds)).toEqual(new Set(published));
         const rows = await database.sql(`SELECT attempts, claimed_by FROM {outbox_message} WHERE message_type = ?`, [type]);
-        // The expired claim counted as an attempt.
-        expect(rows.map((row) => [Number(row.attempts), row.claimed_by])).toEqual(Array(20).fill([1, 'it-send-on-commit-rescuer']));
+        // The expired claim counted as an attempt. Reclaimed, a row is any live dispatcher's: the
+        // rescuer's, or this file's own, whose once-a-minute poll may come first.
+        expect(rows).toHaveLength(20);
+        for (const row of rows) expect([Number(row.attempts), ['it-send-on-commit-rescuer', INSTANCE_ID].includes(row.claimed_by)]).toEqual([1, true]);
         expect(rescuer.stderr).toBe('');
         probe.messages.length = 0;
       } finally {
