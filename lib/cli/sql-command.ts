@@ -122,14 +122,12 @@ function connectedDdlSource({ dataSource, dialect }: CliConnection): DdlSource {
 /** Each version's statements, in the order the migrations apply them. */
 export function statementsBetween(source: DdlSource, tables: TableNames, range: { from: number; to: number }, ifNotExists: boolean): string[] {
   const request = (table: string): TableDdl => ({ table, quoted: source.quoted(table), ifNotExists });
-  const versions: Record<number, () => string[]> = {
-    1: () => [...createTableDdl(source.ddl, 'outbox', request(tables.outbox)), ...createTableDdl(source.ddl, 'inbox', request(tables.inbox))],
-    2: () => outboxUpgradeDdl(source.ddl, 2, request(tables.outbox)),
-    3: () => outboxUpgradeDdl(source.ddl, 3, request(tables.outbox)),
-    4: () => outboxUpgradeDdl(source.ddl, 4, request(tables.outbox)),
-  };
   const statements: string[] = [];
-  for (let version = range.from + 1; version <= range.to; version++) statements.push(...versions[version]());
+  for (let version = range.from + 1; version <= range.to; version++) {
+    if (version === 1)
+      statements.push(...createTableDdl(source.ddl, 'outbox', request(tables.outbox)), ...createTableDdl(source.ddl, 'inbox', request(tables.inbox)));
+    else statements.push(...outboxUpgradeDdl(source.ddl, version as 2 | 3 | 4, request(tables.outbox)));
+  }
   return statements;
 }
 
