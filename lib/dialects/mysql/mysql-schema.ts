@@ -158,7 +158,8 @@ const UNFINISHED_ORDERING_KEY_COLUMN = `\`${UNFINISHED_ORDERING_KEY}\` varchar(2
  * One ALTER, so atomic: a table has the column and the new indexes, or none of them, and the
  * column alone tells the version. It builds the indexes in place, reading the table once, but
  * blocks writes to it meanwhile (MariaDB 10.11 refuses LOCK=NONE when a virtual column is added
- * together with other changes). MySQL has no `ADD COLUMN IF NOT EXISTS`: run only on a table without the column.
+ * together with other changes). MySQL has no `ADD COLUMN IF NOT EXISTS`: run only on a table
+ * without the column.
  */
 function mysqlOutboxV4Ddl({ table, quoted }: TableDdl): string[] {
   const names = outboxIndexNames(table);
